@@ -1,0 +1,278 @@
+//! The read side: every query runs on a pooled read-only connection inside one read transaction.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::error::StoreError;
+use crate::model::{PageRow, StoredBlock, StoredLink};
+
+/// The columns of a [`PageRow`], aliases and tags folded into JSON arrays so that a page is one row.
+macro_rules! page_select {
+    () => {
+        "SELECT p.path, p.title, p.frontmatter_json,
+                (SELECT json_group_array(a.alias ORDER BY a.ord) FROM page_aliases a WHERE a.page_path = p.path),
+                (SELECT json_group_array(t.tag ORDER BY t.ord) FROM page_tags t WHERE t.page_path = p.path),
+                (SELECT COUNT(*) FROM blocks b WHERE b.page_path = p.path),
+                p.mtime_ns, p.size, p.hash, p.modified_at
+         FROM pages p "
+    };
+}
+
+macro_rules! block_select {
+    () => {
+        "SELECT b.id, b.page_path, b.parent_id, b.left_id, b.ord, b.content, b.properties_json,
+                b.marker, b.priority, b.collapsed, b.heading_level
+         FROM blocks b "
+    };
+}
+
+macro_rules! link_select {
+    () => {
+        "SELECT l.block_id, l.source_page, l.target, l.target_key, l.alias, l.position, l.embed
+         FROM links l JOIN blocks b ON b.id = l.block_id "
+    };
+}
+
+/// Conversion failures inside a row mapper surface as rusqlite errors; they mean the stored data
+/// is not what this build wrote.
+fn bad_data(col: usize, msg: String) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(col, rusqlite::types::Type::Text, msg.into())
+}
+
+fn json_list(row: &Row<'_>, col: usize) -> rusqlite::Result<Vec<String>> {
+    let raw: Option<String> = row.get(col)?;
+    match raw {
+        None => Ok(Vec::new()),
+        Some(s) => serde_json::from_str(&s).map_err(|e| bad_data(col, e.to_string())),
+    }
+}
+
+fn unsigned(row: &Row<'_>, col: usize) -> rusqlite::Result<u64> {
+    let n: i64 = row.get(col)?;
+    u64::try_from(n).map_err(|_| bad_data(col, format!("negative count {n}")))
+}
+
+fn page_row(row: &Row<'_>) -> rusqlite::Result<PageRow> {
+    Ok(PageRow {
+        path: row.get(0)?,
+        title: row.get(1)?,
+        frontmatter_json: row.get(2)?,
+        aliases: json_list(row, 3)?,
+        tags: json_list(row, 4)?,
+        block_count: unsigned(row, 5)?,
+        mtime_ns: row.get(6)?,
+        size: unsigned(row, 7)?,
+        hash: row.get(8)?,
+        modified_at: row.get(9)?,
+    })
+}
+
+fn block_row(row: &Row<'_>) -> rusqlite::Result<StoredBlock> {
+    let props: Option<String> = row.get(6)?;
+    let properties = match props {
+        None => Vec::new(),
+        Some(s) => serde_json::from_str(&s).map_err(|e| bad_data(6, e.to_string()))?,
+    };
+    Ok(StoredBlock {
+        id: row.get(0)?,
+        page_path: row.get(1)?,
+        parent_id: row.get(2)?,
+        left_id: row.get(3)?,
+        ord: row.get(4)?,
+        content: row.get(5)?,
+        properties,
+        marker: row.get(7)?,
+        priority: row.get(8)?,
+        collapsed: row.get(9)?,
+        heading_level: row.get(10)?,
+    })
+}
+
+fn link_row(row: &Row<'_>) -> rusqlite::Result<StoredLink> {
+    let position = unsigned(row, 5)?;
+    Ok(StoredLink {
+        block_id: row.get(0)?,
+        source_page: row.get(1)?,
+        target: row.get(2)?,
+        target_key: row.get(3)?,
+        alias: row.get(4)?,
+        position: usize::try_from(position).map_err(|_| bad_data(5, format!("position {position}")))?,
+        embed: row.get(6)?,
+    })
+}
+
+fn sql_limit(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+pub(crate) fn page(c: &Connection, path: &str) -> Result<Option<PageRow>, StoreError> {
+    let mut st = c.prepare_cached(concat!(page_select!(), "WHERE p.path = ?1"))?;
+    Ok(st.query_row([path], page_row).optional()?)
+}
+
+pub(crate) fn blocks_of_page(c: &Connection, path: &str) -> Result<Vec<StoredBlock>, StoreError> {
+    let mut st = c.prepare_cached(concat!(block_select!(), "WHERE b.page_path = ?1 ORDER BY b.seq"))?;
+    let rows = st.query_map([path], block_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub(crate) fn block(c: &Connection, id: &str) -> Result<Option<StoredBlock>, StoreError> {
+    let mut st = c.prepare_cached(concat!(block_select!(), "WHERE b.id = ?1"))?;
+    Ok(st.query_row([id], block_row).optional()?)
+}
+
+pub(crate) fn links_of_page(c: &Connection, path: &str) -> Result<Vec<StoredLink>, StoreError> {
+    let mut st = c.prepare_cached(concat!(link_select!(), "WHERE l.source_page = ?1 ORDER BY b.seq, l.position"))?;
+    let rows = st.query_map([path], link_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub(crate) fn all_links(c: &Connection) -> Result<Vec<StoredLink>, StoreError> {
+    let mut st = c.prepare_cached(concat!(link_select!(), "ORDER BY l.source_page, b.seq, l.position"))?;
+    let rows = st.query_map([], link_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Keys per query: well under SQLite's limit on bound parameters.
+const KEYS_PER_QUERY: usize = 200;
+
+pub(crate) fn links_to_keys(c: &Connection, keys: &[String]) -> Result<Vec<(StoredLink, String)>, StoreError> {
+    let mut seen = HashSet::new();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).filter(|k| seen.insert(*k)).collect();
+    let mut out: Vec<(String, i64, usize, StoredLink, String)> = Vec::new();
+    for chunk in keys.chunks(KEYS_PER_QUERY) {
+        let marks = vec!["?"; chunk.len()].join(", ");
+        let sql = format!(
+            "SELECT l.block_id, l.source_page, l.target, l.target_key, l.alias, l.position, l.embed,
+                    b.content, b.seq
+             FROM links l JOIN blocks b ON b.id = l.block_id
+             WHERE l.target_key IN ({marks})"
+        );
+        let mut st = c.prepare(&sql)?;
+        let rows = st.query_map(rusqlite::params_from_iter(chunk.iter()), |r| {
+            let link = link_row(r)?;
+            let content: String = r.get(7)?;
+            let seq: i64 = r.get(8)?;
+            Ok((link.source_page.clone(), seq, link.position, link, content))
+        })?;
+        for row in rows {
+            out.push(row?);
+        }
+    }
+    out.sort_by(|a, b| (&a.0, a.1, a.2).cmp(&(&b.0, b.1, b.2)));
+    Ok(out.into_iter().map(|(_, _, _, link, content)| (link, content)).collect())
+}
+
+pub(crate) fn list_pages(c: &Connection, after: Option<&str>, limit: usize) -> Result<Vec<PageRow>, StoreError> {
+    let limit = sql_limit(limit);
+    let rows = match after {
+        Some(after) => {
+            let mut st = c.prepare_cached(concat!(page_select!(), "WHERE p.path > ?1 ORDER BY p.path LIMIT ?2"))?;
+            st.query_map(params![after, limit], page_row)?.collect::<Result<_, _>>()?
+        }
+        None => {
+            let mut st = c.prepare_cached(concat!(page_select!(), "ORDER BY p.path LIMIT ?1"))?;
+            st.query_map([limit], page_row)?.collect::<Result<_, _>>()?
+        }
+    };
+    Ok(rows)
+}
+
+pub(crate) fn fingerprints(c: &Connection) -> Result<HashMap<String, (i64, u64, String)>, StoreError> {
+    let mut st = c.prepare_cached("SELECT path, mtime_ns, size, hash FROM pages")?;
+    let rows = st.query_map([], |r| Ok((r.get(0)?, (r.get(1)?, unsigned(r, 2)?, r.get(3)?))))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub(crate) fn count(c: &Connection, sql: &str) -> Result<u64, StoreError> {
+    let n: i64 = c.prepare_cached(sql)?.query_row([], |r| r.get(0))?;
+    u64::try_from(n).map_err(|_| StoreError::Corrupt(format!("negative count {n}")))
+}
+
+/// The name part of a wiki-link target: without `|alias`, `#heading` or `^block`, trimmed.
+fn link_name(target: &str) -> &str {
+    let t = target.split('|').next().unwrap_or(target);
+    let t = t.split('#').next().unwrap_or(t);
+    let t = t.split('^').next().unwrap_or(t);
+    t.trim()
+}
+
+/// Which second spelling of the name a resolution rule also accepts.
+#[derive(Clone, Copy)]
+enum Variant {
+    /// Only the name itself.
+    Exact,
+    /// The name, or the name with `.md` added (paths are stored with their extension).
+    WithMd,
+    /// The name, or the name with a trailing `.md` removed (stems are stored without it).
+    WithoutMd,
+}
+
+/// The resolution rules in order. Each binds the lowercased name as ?1 and its variant as ?2.
+const RESOLVE_RULES: [(Variant, &str); 5] = [
+    (Variant::WithMd, concat!(page_select!(), "WHERE p.path_key IN (?1, ?2) ORDER BY length(p.path), p.path LIMIT 1")),
+    (Variant::Exact, concat!(page_select!(), "WHERE p.slug_key = ?1 ORDER BY length(p.path), p.path LIMIT 1")),
+    (Variant::Exact, concat!(page_select!(), "WHERE p.title_key = ?1 ORDER BY length(p.path), p.path LIMIT 1")),
+    (
+        Variant::Exact,
+        concat!(
+            page_select!(),
+            "WHERE p.path IN (SELECT page_path FROM page_aliases WHERE alias_key = ?1)
+             ORDER BY length(p.path), p.path LIMIT 1"
+        ),
+    ),
+    (Variant::WithoutMd, concat!(page_select!(), "WHERE p.stem_key IN (?1, ?2) ORDER BY length(p.path), p.path LIMIT 1")),
+];
+
+pub(crate) fn resolve(c: &Connection, target: &str) -> Result<Option<PageRow>, StoreError> {
+    let key = link_name(target).to_lowercase();
+    if key.is_empty() {
+        return Ok(None);
+    }
+    for (variant, sql) in RESOLVE_RULES {
+        let mut st = c.prepare_cached(sql)?;
+        let found = match variant {
+            Variant::Exact => st.query_row([&key], page_row),
+            Variant::WithMd => st.query_row([&key, &format!("{key}.md")], page_row),
+            Variant::WithoutMd => st.query_row([key.as_str(), key.strip_suffix(".md").unwrap_or(&key)], page_row),
+        }
+        .optional()?;
+        if found.is_some() {
+            return Ok(found);
+        }
+    }
+    Ok(None)
+}
+
+pub(crate) fn pages_with_tag(c: &Connection, tag: &str) -> Result<Vec<String>, StoreError> {
+    let mut st = c.prepare_cached("SELECT page_path FROM page_tags WHERE tag_key = ?1 ORDER BY page_path")?;
+    let rows = st.query_map([tag.to_lowercase()], |r| r.get(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub(crate) fn blocks_with_tag(c: &Connection, tag: &str, limit: usize) -> Result<Vec<StoredBlock>, StoreError> {
+    let mut st = c.prepare_cached(concat!(
+        block_select!(),
+        "JOIN block_tags t ON t.block_id = b.id WHERE t.tag_key = ?1 ORDER BY b.page_path, b.seq LIMIT ?2"
+    ))?;
+    let rows = st.query_map(params![tag.to_lowercase(), sql_limit(limit)], block_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub(crate) fn all_tags(c: &Connection) -> Result<Vec<(String, u64)>, StoreError> {
+    let mut st = c.prepare_cached("SELECT MIN(tag), COUNT(*) FROM page_tags GROUP BY tag_key ORDER BY tag_key")?;
+    let rows = st.query_map([], |r| Ok((r.get(0)?, unsigned(r, 1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub(crate) fn meta(c: &Connection, key: &str) -> Result<Option<String>, StoreError> {
+    let mut st = c.prepare_cached("SELECT value FROM meta WHERE key = ?1")?;
+    Ok(st.query_row([key], |r| r.get(0)).optional()?)
+}
+
+pub(crate) fn integrity_check(c: &Connection) -> Result<bool, StoreError> {
+    let mut st = c.prepare("PRAGMA integrity_check")?;
+    let first: Option<String> = st.query_row([], |r| r.get(0)).optional()?;
+    Ok(first.as_deref() == Some("ok"))
+}

@@ -1,0 +1,121 @@
+//! The schema and its migrations. `PRAGMA user_version` holds the number of migrations applied;
+//! a database whose version is above what this build knows is refused rather than guessed at.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::error::StoreError;
+
+/// Migration `n` (1-based) takes the schema from version `n - 1` to `n`. Append only: a released
+/// migration is never edited.
+const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+// Keys (`*_key`, `tag_key`) are lowercased in Rust: SQLite's NOCASE folds ASCII only, and a tag or a
+// title is often not ASCII. Rows that belong to a page reference it with ON DELETE CASCADE, so a
+// page save is "delete the page, insert it again" and nothing is left behind.
+const V1: &str = "
+CREATE TABLE pages (
+    path             TEXT PRIMARY KEY NOT NULL,
+    path_key         TEXT NOT NULL,
+    slug_key         TEXT NOT NULL,
+    stem_key         TEXT NOT NULL,
+    title            TEXT NOT NULL,
+    title_key        TEXT NOT NULL,
+    frontmatter_json TEXT,
+    mtime_ns         INTEGER NOT NULL,
+    size             INTEGER NOT NULL,
+    hash             TEXT NOT NULL,
+    modified_at      TEXT NOT NULL
+);
+CREATE INDEX pages_path_key  ON pages(path_key);
+CREATE INDEX pages_slug_key  ON pages(slug_key);
+CREATE INDEX pages_stem_key  ON pages(stem_key);
+CREATE INDEX pages_title_key ON pages(title_key);
+
+CREATE TABLE page_aliases (
+    page_path TEXT NOT NULL REFERENCES pages(path) ON DELETE CASCADE,
+    ord       INTEGER NOT NULL,
+    alias     TEXT NOT NULL,
+    alias_key TEXT NOT NULL,
+    PRIMARY KEY (page_path, ord)
+);
+CREATE INDEX page_aliases_key ON page_aliases(alias_key);
+
+CREATE TABLE page_tags (
+    page_path TEXT NOT NULL REFERENCES pages(path) ON DELETE CASCADE,
+    tag_key   TEXT NOT NULL,
+    tag       TEXT NOT NULL,
+    ord       INTEGER NOT NULL,
+    PRIMARY KEY (page_path, tag_key)
+);
+CREATE INDEX page_tags_key ON page_tags(tag_key);
+
+CREATE TABLE blocks (
+    id              TEXT PRIMARY KEY NOT NULL,
+    page_path       TEXT NOT NULL REFERENCES pages(path) ON DELETE CASCADE,
+    seq             INTEGER NOT NULL,
+    parent_id       TEXT,
+    left_id         TEXT,
+    ord             INTEGER NOT NULL,
+    content         TEXT NOT NULL,
+    properties_json TEXT,
+    marker          TEXT,
+    priority        TEXT,
+    collapsed       INTEGER NOT NULL DEFAULT 0,
+    heading_level   INTEGER
+);
+CREATE INDEX blocks_page ON blocks(page_path, seq);
+
+CREATE TABLE block_tags (
+    block_id TEXT NOT NULL REFERENCES blocks(id) ON DELETE CASCADE,
+    tag_key  TEXT NOT NULL,
+    tag      TEXT NOT NULL,
+    PRIMARY KEY (block_id, tag_key)
+);
+CREATE INDEX block_tags_key ON block_tags(tag_key);
+
+CREATE TABLE links (
+    block_id    TEXT NOT NULL REFERENCES blocks(id) ON DELETE CASCADE,
+    source_page TEXT NOT NULL,
+    target      TEXT NOT NULL,
+    target_key  TEXT NOT NULL,
+    alias       TEXT,
+    position    INTEGER NOT NULL,
+    embed       INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX links_block  ON links(block_id);
+CREATE INDEX links_target ON links(target_key);
+CREATE INDEX links_source ON links(source_page);
+
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL
+);
+";
+
+/// Brings the schema up to [`SCHEMA_VERSION`], each migration in its own transaction together
+/// with the `user_version` bump, so a crash leaves a consistent version.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema { found, supported: SCHEMA_VERSION });
+    }
+    let start = usize::try_from(found).map_err(|_| StoreError::Corrupt(format!("negative schema version {found}")))?;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(start) {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // Another process may have migrated while we waited for the write lock.
+        let now: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if now > i as i64 {
+            if now > SCHEMA_VERSION {
+                return Err(StoreError::NewerSchema { found: now, supported: SCHEMA_VERSION });
+            }
+            continue;
+        }
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", i as i64 + 1)?;
+        tx.commit()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,235 @@
+//! `BlockStore`: connections, the reader pool, and the public API. The SQL lives in `read` and
+//! `write`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use pkm_core::VaultPath;
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use crate::error::StoreError;
+use crate::model::{NewBlock, PageRecord, PageRow, StoredBlock, StoredLink};
+use crate::{read, schema, write};
+
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Idle read connections kept for reuse; a burst beyond this opens (and then closes) extra ones.
+const MAX_IDLE_READERS: usize = 8;
+/// Room for every distinct statement of the store, so none is ever re-prepared.
+const STATEMENT_CACHE: usize = 64;
+
+/// The block store. `Send + Sync`; share it in an `Arc`.
+pub struct BlockStore {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+/// A pooled read connection, handed back to the pool when dropped.
+struct Reader<'a> {
+    store: &'a BlockStore,
+    conn: Option<Connection>,
+}
+
+impl Drop for Reader<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            let mut pool = lock(&self.store.readers);
+            if pool.len() < MAX_IDLE_READERS {
+                pool.push(conn);
+            }
+        }
+    }
+}
+
+/// A poisoned lock only means another thread panicked while holding it; the connection inside is
+/// still sound (an open transaction was rolled back when its guard dropped).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl BlockStore {
+    /// Opens (creating if needed) the store at `db_path` and brings its schema up to date. WAL
+    /// journal, 5 s busy timeout, foreign keys on, `synchronous=NORMAL`. A database written by a
+    /// newer schema is refused with [`StoreError::NewerSchema`].
+    pub fn open(db_path: &Path) -> Result<BlockStore, StoreError> {
+        let mut conn = Connection::open(db_path)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        // Check the version before changing anything about the file.
+        let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if found > schema::SCHEMA_VERSION {
+            return Err(StoreError::NewerSchema { found, supported: schema::SCHEMA_VERSION });
+        }
+        let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::InvalidInput(format!("the database refused WAL mode (got {mode})")));
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", true)?;
+        schema::migrate(&mut conn)?;
+        Ok(BlockStore { path: db_path.to_path_buf(), writer: Mutex::new(conn), readers: Mutex::new(Vec::new()) })
+    }
+
+    fn open_reader(&self) -> Result<Connection, StoreError> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(&self.path, flags)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        Ok(conn)
+    }
+
+    fn reader(&self) -> Result<Reader<'_>, StoreError> {
+        let pooled = lock(&self.readers).pop();
+        let conn = match pooled {
+            Some(c) => c,
+            None => self.open_reader()?,
+        };
+        Ok(Reader { store: self, conn: Some(conn) })
+    }
+
+    /// Runs `f` on a read connection inside one read transaction, so that its queries see one
+    /// snapshot. Never waits on the writer.
+    fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let reader = self.reader()?;
+        let Some(conn) = reader.conn.as_ref() else {
+            return Err(StoreError::InvalidInput("reader without a connection".into()));
+        };
+        let tx = conn.unchecked_transaction()?;
+        let out = f(&tx)?;
+        // A read transaction has nothing to commit; ending it releases the snapshot.
+        tx.finish()?;
+        Ok(out)
+    }
+
+    /// Runs `f` in one write transaction (taking the write lock up front, so it cannot fail
+    /// half-way with SQLITE_BUSY), committed only if `f` succeeds.
+    fn write<T>(&self, f: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut conn = lock(&self.writer);
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Replaces a page's row, blocks, links and tags in one transaction; returns the block ids in
+    /// input order. Ids are stable: an `explicit_id` wins (unless another block already holds it);
+    /// otherwise the id of an old block of the page with identical content (first unused match in
+    /// document order); otherwise a new UUID v4.
+    pub fn save_page(&self, page: &PageRecord, blocks: &[NewBlock]) -> Result<Vec<String>, StoreError> {
+        self.write(|tx| write::save_page(tx, page, blocks))
+    }
+
+    /// [`Self::save_page`] for many pages in one transaction (the vault scan).
+    pub fn save_pages(&self, pages: &[(PageRecord, Vec<NewBlock>)]) -> Result<Vec<Vec<String>>, StoreError> {
+        self.write(|tx| pages.iter().map(|(page, blocks)| write::save_page(tx, page, blocks)).collect())
+    }
+
+    /// Removes a page and everything attached to it; `true` if it existed.
+    pub fn delete_page(&self, path: &VaultPath) -> Result<bool, StoreError> {
+        self.write(|tx| write::delete_page(tx, path.as_str()))
+    }
+
+    /// Removes many pages (by stored path) in one transaction.
+    pub fn delete_pages(&self, paths: &[String]) -> Result<(), StoreError> {
+        self.write(|tx| {
+            for p in paths {
+                write::delete_page(tx, p)?;
+            }
+            Ok(())
+        })
+    }
+
+    pub fn get_page(&self, path: &VaultPath) -> Result<Option<PageRow>, StoreError> {
+        self.read(|c| read::page(c, path.as_str()))
+    }
+
+    /// The page's blocks in document (pre-)order.
+    pub fn get_blocks_by_page(&self, path: &VaultPath) -> Result<Vec<StoredBlock>, StoreError> {
+        self.read(|c| read::blocks_of_page(c, path.as_str()))
+    }
+
+    pub fn get_block(&self, id: &str) -> Result<Option<StoredBlock>, StoreError> {
+        self.read(|c| read::block(c, id))
+    }
+
+    /// The links going out of a page, in document order.
+    pub fn links_of_page(&self, path: &VaultPath) -> Result<Vec<StoredLink>, StoreError> {
+        self.read(|c| read::links_of_page(c, path.as_str()))
+    }
+
+    /// Up to `limit` pages with a path after `after`, ordered by path (keyset paging).
+    pub fn list_pages(&self, after: Option<&str>, limit: usize) -> Result<Vec<PageRow>, StoreError> {
+        self.read(|c| read::list_pages(c, after, limit))
+    }
+
+    pub fn all_pages(&self) -> Result<Vec<PageRow>, StoreError> {
+        self.read(|c| read::list_pages(c, None, usize::MAX))
+    }
+
+    /// Path → (mtime_ns, size, hash) of every page, for incremental scans.
+    pub fn fingerprints(&self) -> Result<HashMap<String, (i64, u64, String)>, StoreError> {
+        self.read(read::fingerprints)
+    }
+
+    pub fn page_count(&self) -> Result<u64, StoreError> {
+        self.read(|c| read::count(c, "SELECT COUNT(*) FROM pages"))
+    }
+
+    pub fn block_count(&self) -> Result<u64, StoreError> {
+        self.read(|c| read::count(c, "SELECT COUNT(*) FROM blocks"))
+    }
+
+    /// Links whose `target_key` is one of `keys` (a page's lowercased candidate names), with the
+    /// linking block's content; for backlinks. Ordered by source page, then document order.
+    pub fn links_to_keys(&self, keys: &[String]) -> Result<Vec<(StoredLink, String)>, StoreError> {
+        self.read(|c| read::links_to_keys(c, keys))
+    }
+
+    /// Every link, ordered by source page, then document order; for the graph.
+    pub fn all_links(&self) -> Result<Vec<StoredLink>, StoreError> {
+        self.read(read::all_links)
+    }
+
+    /// Resolves a wiki-link target to a page. Strips `|alias`, `#heading` and `^block` parts, then
+    /// matches case-insensitively, first rule that hits wins: exact path (with or without `.md`),
+    /// slug, title, frontmatter alias, file stem. Within a rule the shortest path wins, then the
+    /// lexicographically smallest.
+    pub fn resolve_link_target_path(&self, target: &str) -> Result<Option<PageRow>, StoreError> {
+        self.read(|c| read::resolve(c, target))
+    }
+
+    /// Paths of the pages carrying page tag `tag` (case-insensitive), sorted.
+    pub fn pages_with_tag(&self, tag: &str) -> Result<Vec<String>, StoreError> {
+        self.read(|c| read::pages_with_tag(c, tag))
+    }
+
+    /// Blocks carrying inline tag `tag` (case-insensitive), by page path then document order.
+    pub fn blocks_with_tag(&self, tag: &str, limit: usize) -> Result<Vec<StoredBlock>, StoreError> {
+        self.read(|c| read::blocks_with_tag(c, tag, limit))
+    }
+
+    /// Distinct page tags with the number of pages carrying each, sorted by tag (case-insensitive).
+    pub fn all_tags(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.read(read::all_tags)
+    }
+
+    pub fn get_meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.read(|c| read::meta(c, key))
+    }
+
+    pub fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.write(|tx| write::set_meta(tx, key, value))
+    }
+
+    /// `PRAGMA integrity_check` reports `ok`.
+    pub fn integrity_check(&self) -> Result<bool, StoreError> {
+        self.read(read::integrity_check)
+    }
+
+    /// Drops every page (and its blocks, links and tags) in one transaction; meta survives.
+    pub fn clear(&self) -> Result<(), StoreError> {
+        self.write(write::clear)
+    }
+}

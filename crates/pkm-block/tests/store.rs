@@ -1,0 +1,590 @@
+//! Integration tests of `BlockStore` on temporary databases.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use pkm_block::{BlockStore, NewBlock, NewLink, PageRecord, PageRow, StoreError};
+use pkm_core::{ErrorKind, KbError, VaultPath};
+use tempfile::TempDir;
+
+fn vp(s: &str) -> VaultPath {
+    VaultPath::lexical(s).unwrap()
+}
+
+fn open() -> (TempDir, BlockStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = BlockStore::open(&dir.path().join("blocks.db")).unwrap();
+    (dir, store)
+}
+
+fn page(path: &str, title: &str) -> PageRecord {
+    PageRecord {
+        path: vp(path),
+        title: title.to_owned(),
+        frontmatter_json: None,
+        aliases: Vec::new(),
+        tags: Vec::new(),
+        mtime_ns: 1,
+        size: 10,
+        hash: "h".into(),
+        modified_at: "2026-01-01T00:00:00Z".into(),
+    }
+}
+
+fn block(content: &str) -> NewBlock {
+    NewBlock { content: content.to_owned(), ..NewBlock::default() }
+}
+
+fn child(parent: usize, content: &str) -> NewBlock {
+    NewBlock { parent: Some(parent), ..block(content) }
+}
+
+fn link(target: &str, position: usize) -> NewLink {
+    NewLink { target: target.to_owned(), target_key: target.to_lowercase(), alias: None, position, embed: false }
+}
+
+fn contents(store: &BlockStore, path: &str) -> Vec<String> {
+    store.get_blocks_by_page(&vp(path)).unwrap().into_iter().map(|b| b.content).collect()
+}
+
+fn resolved(store: &BlockStore, target: &str) -> Option<String> {
+    store.resolve_link_target_path(target).unwrap().map(|p| p.path)
+}
+
+#[test]
+fn store_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<BlockStore>();
+    check::<Arc<BlockStore>>();
+}
+
+#[test]
+fn save_and_get_round_trip() {
+    let (_dir, store) = open();
+    let rec = PageRecord {
+        frontmatter_json: Some(r#"{"title":"Example note","tags":["project"]}"#.into()),
+        aliases: vec!["Ex".into(), "Sample".into()],
+        tags: vec!["project".into(), "research".into()],
+        mtime_ns: 1_758_000_000_000_000_000,
+        size: 1234,
+        hash: "abc123".into(),
+        modified_at: "2026-09-19T08:00:00Z".into(),
+        ..page("projects/example.md", "Example note")
+    };
+    let blocks = vec![
+        NewBlock { heading_level: Some(1), ..block("Example note") },
+        NewBlock {
+            parent: Some(0),
+            marker: Some("TODO".into()),
+            priority: Some("A".into()),
+            collapsed: true,
+            properties: vec![("owner".into(), "ana".into()), ("due".into(), "friday".into())],
+            links: vec![link("Other Note", 5), NewLink { alias: Some("shown".into()), embed: true, ..link("pic", 30) }],
+            tags: vec!["urgent".into()],
+            ..block("call [[Other Note]] about ![[pic|shown]]")
+        },
+    ];
+    let ids = store.save_page(&rec, &blocks).unwrap();
+    assert_eq!(ids.len(), 2);
+    assert_ne!(ids[0], ids[1]);
+    assert!(ids.iter().all(|id| uuid_like(id)), "{ids:?}");
+
+    let row = store.get_page(&vp("projects/example.md")).unwrap().unwrap();
+    assert_eq!(
+        row,
+        PageRow {
+            path: "projects/example.md".into(),
+            title: "Example note".into(),
+            frontmatter_json: rec.frontmatter_json.clone(),
+            aliases: vec!["Ex".into(), "Sample".into()],
+            tags: vec!["project".into(), "research".into()],
+            block_count: 2,
+            mtime_ns: 1_758_000_000_000_000_000,
+            size: 1234,
+            hash: "abc123".into(),
+            modified_at: "2026-09-19T08:00:00Z".into(),
+        }
+    );
+
+    let stored = store.get_blocks_by_page(&vp("projects/example.md")).unwrap();
+    assert_eq!(stored.len(), 2);
+    assert_eq!(stored[0].id, ids[0]);
+    assert_eq!(stored[0].heading_level, Some(1));
+    assert_eq!(stored[0].parent_id, None);
+    let b = &stored[1];
+    assert_eq!(b.id, ids[1]);
+    assert_eq!(b.page_path, "projects/example.md");
+    assert_eq!(b.parent_id.as_deref(), Some(ids[0].as_str()));
+    assert_eq!(b.marker.as_deref(), Some("TODO"));
+    assert_eq!(b.priority.as_deref(), Some("A"));
+    assert!(b.collapsed);
+    assert_eq!(b.heading_level, None);
+    assert_eq!(b.properties, blocks[1].properties);
+    assert_eq!(store.get_block(&ids[1]).unwrap().as_ref(), Some(b));
+    assert_eq!(store.get_block("no-such-id").unwrap(), None);
+
+    let links = store.links_of_page(&vp("projects/example.md")).unwrap();
+    assert_eq!(links.len(), 2);
+    assert_eq!((links[0].target.as_str(), links[0].target_key.as_str()), ("Other Note", "other note"));
+    assert_eq!((links[0].position, links[0].embed, links[0].alias.as_deref()), (5, false, None));
+    assert_eq!((links[1].position, links[1].embed, links[1].alias.as_deref()), (30, true, Some("shown")));
+    assert!(links.iter().all(|l| l.block_id == ids[1] && l.source_page == "projects/example.md"));
+
+    assert_eq!(store.page_count().unwrap(), 1);
+    assert_eq!(store.block_count().unwrap(), 2);
+    let fp = store.fingerprints().unwrap();
+    assert_eq!(fp.get("projects/example.md"), Some(&(1_758_000_000_000_000_000, 1234, "abc123".to_owned())));
+    assert_eq!(store.get_page(&vp("missing.md")).unwrap(), None);
+    assert!(store.get_blocks_by_page(&vp("missing.md")).unwrap().is_empty());
+}
+
+fn uuid_like(s: &str) -> bool {
+    s.len() == 36 && s.chars().filter(|c| *c == '-').count() == 4
+}
+
+#[test]
+fn ids_stay_stable_across_resaves_and_insertions() {
+    let (_dir, store) = open();
+    let p = page("a.md", "A");
+    let first = store.save_page(&p, &[block("one"), block("two"), block("two"), block("three")]).unwrap();
+    assert_eq!(first.iter().collect::<HashSet<_>>().len(), 4, "ids are distinct: {first:?}");
+
+    let again = store.save_page(&p, &[block("one"), block("two"), block("two"), block("three")]).unwrap();
+    assert_eq!(again, first, "unchanged blocks keep their ids");
+
+    // An unrelated block inserted before the others: they keep their ids, it gets a new one.
+    let inserted = store.save_page(&p, &[block("new"), block("one"), block("two"), block("two"), block("three")]).unwrap();
+    assert_eq!(&inserted[1..], &first[..]);
+    assert!(!first.contains(&inserted[0]));
+
+    // An edited block gets a new id; identical duplicates are matched in order.
+    let edited = store.save_page(&p, &[block("one"), block("two edited"), block("two"), block("three")]).unwrap();
+    assert_eq!(edited[0], first[0]);
+    assert!(!first.contains(&edited[1]) && edited[1] != inserted[0]);
+    assert_eq!(edited[2], first[1], "the first unused old 'two' is reused");
+    assert_eq!(edited[3], first[3]);
+    assert_eq!(contents(&store, "a.md"), ["one", "two edited", "two", "three"]);
+
+    // Ids are per page: the same content on another page does not steal them.
+    let other = store.save_page(&page("b.md", "B"), &[block("one")]).unwrap();
+    assert_ne!(other[0], first[0]);
+    assert_eq!(store.get_block(&first[0]).unwrap().unwrap().page_path, "a.md");
+}
+
+#[test]
+fn explicit_id_wins() {
+    let (_dir, store) = open();
+    let p = page("a.md", "A");
+    let old = store.save_page(&p, &[block("same")]).unwrap();
+
+    let with_id = NewBlock { explicit_id: Some("6a1f0000-0000-4000-8000-000000000001".into()), ..block("same") };
+    let ids = store.save_page(&p, &[with_id.clone(), block("same")]).unwrap();
+    assert_eq!(ids[0], "6a1f0000-0000-4000-8000-000000000001");
+    assert_eq!(ids[1], old[0], "the content match goes to the block without an explicit id");
+
+    // The explicit id also wins over an old id that content would give.
+    let ids = store
+        .save_page(&p, &[NewBlock { explicit_id: Some(old[0].clone()), ..block("changed") }, block("x")])
+        .unwrap();
+    assert_eq!(ids[0], old[0]);
+    assert_eq!(store.get_block(&old[0]).unwrap().unwrap().content, "changed");
+
+    // An id held by another page's block, or repeated within the page, is not taken twice.
+    let b_ids = store.save_page(&page("b.md", "B"), &[NewBlock { explicit_id: Some(old[0].clone()), ..block("copy") }]).unwrap();
+    assert_ne!(b_ids[0], old[0]);
+    assert_eq!(store.get_block(&old[0]).unwrap().unwrap().page_path, "a.md");
+    let dup = NewBlock { explicit_id: Some("dup-id".into()), ..block("d") };
+    let ids = store.save_page(&page("c.md", "C"), &[dup.clone(), dup]).unwrap();
+    assert_eq!(ids[0], "dup-id");
+    assert_ne!(ids[1], "dup-id");
+}
+
+#[test]
+fn nested_tree_has_parent_left_and_order() {
+    let (_dir, store) = open();
+    // - r0
+    //   - c0
+    //     - g0
+    //   - c1
+    // - r1
+    //   - c2
+    let blocks = [block("r0"), child(0, "c0"), child(1, "g0"), child(0, "c1"), block("r1"), child(4, "c2")];
+    let ids = store.save_page(&page("tree.md", "Tree"), &blocks).unwrap();
+    let stored = store.get_blocks_by_page(&vp("tree.md")).unwrap();
+    let got: Vec<(&str, Option<&str>, Option<&str>, u32)> = stored
+        .iter()
+        .map(|b| (b.content.as_str(), b.parent_id.as_deref(), b.left_id.as_deref(), b.ord))
+        .collect();
+    let id = |i: usize| Some(ids[i].as_str());
+    assert_eq!(
+        got,
+        vec![
+            ("r0", None, None, 0),
+            ("c0", id(0), None, 0),
+            ("g0", id(1), None, 0),
+            ("c1", id(0), id(1), 1),
+            ("r1", None, id(0), 1),
+            ("c2", id(4), None, 0),
+        ]
+    );
+    assert_eq!(stored.iter().map(|b| b.id.clone()).collect::<Vec<_>>(), ids);
+}
+
+#[test]
+fn a_parent_after_its_child_is_refused_and_nothing_changes() {
+    let (_dir, store) = open();
+    store.save_page(&page("a.md", "A"), &[block("kept")]).unwrap();
+    let err = store.save_page(&page("a.md", "A"), &[child(1, "bad"), block("x")]).unwrap_err();
+    assert!(matches!(err, StoreError::InvalidInput(_)), "{err:?}");
+    assert_eq!(contents(&store, "a.md"), ["kept"]);
+}
+
+#[test]
+fn delete_removes_page_blocks_links_and_tags() {
+    let (_dir, store) = open();
+    let rec = PageRecord { tags: vec!["t".into()], ..page("gone.md", "Gone") };
+    let ids = store
+        .save_page(&rec, &[NewBlock { links: vec![link("x", 0)], tags: vec!["bt".into()], ..block("[[x]] #bt") }])
+        .unwrap();
+    store.save_page(&page("stay.md", "Stay"), &[block("s")]).unwrap();
+
+    assert!(store.delete_page(&vp("gone.md")).unwrap());
+    assert!(!store.delete_page(&vp("gone.md")).unwrap(), "second delete finds nothing");
+    assert_eq!(store.get_page(&vp("gone.md")).unwrap(), None);
+    assert_eq!(store.get_block(&ids[0]).unwrap(), None);
+    assert!(store.all_links().unwrap().is_empty());
+    assert!(store.pages_with_tag("t").unwrap().is_empty());
+    assert!(store.blocks_with_tag("bt", 10).unwrap().is_empty());
+    assert_eq!(store.block_count().unwrap(), 1);
+
+    store.save_page(&page("x.md", "X"), &[]).unwrap();
+    store.delete_pages(&["stay.md".into(), "x.md".into(), "never.md".into()]).unwrap();
+    assert_eq!(store.page_count().unwrap(), 0);
+    assert_eq!(store.block_count().unwrap(), 0);
+}
+
+#[test]
+fn list_pages_keyset_paging_returns_every_page_once() {
+    let (_dir, store) = open();
+    let mut batch = Vec::new();
+    for i in 0..25 {
+        batch.push((page(&format!("n/{:02}-{}.md", (i * 7) % 25, i), "t"), vec![block("b")]));
+    }
+    let ids = store.save_pages(&batch).unwrap();
+    assert_eq!(ids.len(), 25);
+
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let rows = store.list_pages(after.as_deref(), 7).unwrap();
+        if rows.is_empty() {
+            break;
+        }
+        assert!(rows.len() <= 7);
+        after = rows.last().map(|r| r.path.clone());
+        seen.extend(rows.into_iter().map(|r| r.path));
+    }
+    let mut expected: Vec<String> = batch.iter().map(|(p, _)| p.path.as_str().to_owned()).collect();
+    expected.sort();
+    assert_eq!(seen, expected);
+    assert_eq!(store.all_pages().unwrap().into_iter().map(|r| r.path).collect::<Vec<_>>(), expected);
+    assert!(store.all_pages().unwrap().iter().all(|r| r.block_count == 1));
+}
+
+#[test]
+fn resolve_link_target_follows_the_rules_in_order() {
+    let (_dir, store) = open();
+    store.save_page(&page("projects/Example.md", "Example note"), &[]).unwrap();
+    store.save_page(&page("notes/x1.md", "Great Idea"), &[]).unwrap();
+    store.save_page(&PageRecord { aliases: vec!["GI-Alias".into()], ..page("notes/x2.md", "Second") }, &[]).unwrap();
+    store.save_page(&page("deep/folder/Unique-Stem.md", "Something else"), &[]).unwrap();
+    store.save_page(&page("intl/ueber.md", "Über Alles"), &[]).unwrap();
+
+    // Exact path, with or without .md, any case.
+    assert_eq!(resolved(&store, "projects/Example.md").as_deref(), Some("projects/Example.md"));
+    assert_eq!(resolved(&store, "PROJECTS/EXAMPLE.MD").as_deref(), Some("projects/Example.md"));
+    // Slug.
+    assert_eq!(resolved(&store, "projects/example").as_deref(), Some("projects/Example.md"));
+    // Title, including non-ASCII case folding.
+    assert_eq!(resolved(&store, "great idea").as_deref(), Some("notes/x1.md"));
+    assert_eq!(resolved(&store, "ÜBER ALLES").as_deref(), Some("intl/ueber.md"));
+    // Frontmatter alias.
+    assert_eq!(resolved(&store, "gi-alias").as_deref(), Some("notes/x2.md"));
+    // File stem, with or without .md.
+    assert_eq!(resolved(&store, "unique-stem").as_deref(), Some("deep/folder/Unique-Stem.md"));
+    assert_eq!(resolved(&store, "Unique-Stem.md").as_deref(), Some("deep/folder/Unique-Stem.md"));
+
+    // Heading, block and alias parts are stripped.
+    for t in ["Great Idea#Section", "Great Idea^abc123", "Great Idea|shown text", "Great Idea#^blk", " Great Idea #H|a"] {
+        assert_eq!(resolved(&store, t).as_deref(), Some("notes/x1.md"), "{t}");
+    }
+    for t in ["nothing here", "", "#only-heading", "|alias only", "notes"] {
+        assert_eq!(resolved(&store, t), None, "{t:?}");
+    }
+    let row = store.resolve_link_target_path("great idea").unwrap().unwrap();
+    assert_eq!(row.title, "Great Idea");
+}
+
+#[test]
+fn resolve_link_target_rule_priority_and_tie_break() {
+    let (_dir, store) = open();
+    // "beta" is the title of a/alpha.md and the stem of b/beta.md: title comes first.
+    store.save_page(&page("a/alpha.md", "Beta"), &[]).unwrap();
+    store.save_page(&page("b/beta.md", "B"), &[]).unwrap();
+    assert_eq!(resolved(&store, "beta").as_deref(), Some("a/alpha.md"));
+    // "alpha" is the stem of a/alpha.md and an alias of c/c.md: alias comes first.
+    store.save_page(&PageRecord { aliases: vec!["Alpha".into()], ..page("c/c.md", "C") }, &[]).unwrap();
+    assert_eq!(resolved(&store, "alpha").as_deref(), Some("c/c.md"));
+    // "gamma" is an alias of d/d.md and the title of e/e.md: title comes first.
+    store.save_page(&PageRecord { aliases: vec!["gamma".into()], ..page("d/d.md", "D") }, &[]).unwrap();
+    store.save_page(&page("e/e.md", "Gamma"), &[]).unwrap();
+    assert_eq!(resolved(&store, "gamma").as_deref(), Some("e/e.md"));
+    // "a/alpha" is a path and the title of f/f.md: the path comes first.
+    store.save_page(&page("f/f.md", "a/alpha"), &[]).unwrap();
+    assert_eq!(resolved(&store, "a/alpha").as_deref(), Some("a/alpha.md"));
+
+    // Tie-break within a rule: shortest path, then lexicographic.
+    store.save_page(&page("zz/dup.md", "z"), &[]).unwrap();
+    store.save_page(&page("long/dup.md", "l"), &[]).unwrap();
+    store.save_page(&page("aa/dup.md", "a"), &[]).unwrap();
+    assert_eq!(resolved(&store, "dup").as_deref(), Some("aa/dup.md"));
+    store.save_page(&page("x/dup.md", "x"), &[]).unwrap();
+    assert_eq!(resolved(&store, "DUP").as_deref(), Some("x/dup.md"));
+}
+
+#[test]
+fn links_to_keys_finds_backlinks_with_context() {
+    let (_dir, store) = open();
+    store.save_page(&PageRecord { aliases: vec!["T".into()], ..page("target.md", "Target") }, &[]).unwrap();
+    store
+        .save_page(
+            &page("b.md", "B"),
+            &[
+                NewBlock { links: vec![link("Target", 4)], ..block("see [[Target]]") },
+                NewBlock { links: vec![link("unrelated", 0)], ..block("[[unrelated]]") },
+                NewBlock { links: vec![link("t", 0), link("target", 10)], ..block("[[T]] and [[target]]") },
+            ],
+        )
+        .unwrap();
+    store
+        .save_page(&page("a.md", "A"), &[NewBlock { links: vec![link("target.md", 0)], ..block("[[target.md]]") }])
+        .unwrap();
+
+    let keys: Vec<String> = ["target.md", "target", "t", "target"].iter().map(|s| s.to_string()).collect();
+    let hits = store.links_to_keys(&keys).unwrap();
+    let got: Vec<(&str, &str, usize, &str)> = hits
+        .iter()
+        .map(|(l, content)| (l.source_page.as_str(), l.target.as_str(), l.position, content.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("a.md", "target.md", 0, "[[target.md]]"),
+            ("b.md", "Target", 4, "see [[Target]]"),
+            ("b.md", "t", 0, "[[T]] and [[target]]"),
+            ("b.md", "target", 10, "[[T]] and [[target]]"),
+        ]
+    );
+    assert!(store.links_to_keys(&["nobody".into()]).unwrap().is_empty());
+    assert!(store.links_to_keys(&[]).unwrap().is_empty());
+    assert_eq!(store.all_links().unwrap().len(), 5);
+}
+
+#[test]
+fn tags_are_case_insensitive() {
+    let (_dir, store) = open();
+    store
+        .save_page(
+            &PageRecord { tags: vec!["Rust".into(), "rust".into(), "db".into()], ..page("a.md", "A") },
+            &[NewBlock { tags: vec!["Idea".into()], ..block("an #Idea") }, block("plain")],
+        )
+        .unwrap();
+    store
+        .save_page(
+            &PageRecord { tags: vec!["RUST".into(), "Éte".into()], ..page("b.md", "B") },
+            &[NewBlock { tags: vec!["idea".into(), "IDEA".into()], ..block("#idea #IDEA") }],
+        )
+        .unwrap();
+
+    assert_eq!(store.get_page(&vp("a.md")).unwrap().unwrap().tags, ["Rust", "db"], "duplicates stored once");
+    assert_eq!(store.pages_with_tag("rust").unwrap(), ["a.md", "b.md"]);
+    assert_eq!(store.pages_with_tag("RuSt").unwrap(), ["a.md", "b.md"]);
+    assert_eq!(store.pages_with_tag("éTE").unwrap(), ["b.md"]);
+    assert!(store.pages_with_tag("idea").unwrap().is_empty(), "block tags are not page tags");
+    assert_eq!(store.all_tags().unwrap(), vec![("RUST".to_owned(), 2), ("db".to_owned(), 1), ("Éte".to_owned(), 1)]);
+
+    let blocks = store.blocks_with_tag("IDEA", 10).unwrap();
+    assert_eq!(blocks.iter().map(|b| b.content.as_str()).collect::<Vec<_>>(), ["an #Idea", "#idea #IDEA"]);
+    assert_eq!(store.blocks_with_tag("idea", 1).unwrap().len(), 1);
+    assert!(store.blocks_with_tag("rust", 10).unwrap().is_empty());
+}
+
+#[test]
+fn a_failing_transaction_leaves_the_previous_page_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("blocks.db");
+    let store = BlockStore::open(&db).unwrap();
+    let p = PageRecord { tags: vec!["old".into()], ..page("p.md", "Old title") };
+    let ids = store.save_page(&p, &[block("first"), block("second")]).unwrap();
+
+    let other = rusqlite::Connection::open(&db).unwrap();
+    other
+        .execute_batch(
+            "CREATE TRIGGER fail_block BEFORE INSERT ON blocks WHEN NEW.content = 'FAIL'
+             BEGIN SELECT RAISE(ABORT, 'forced failure'); END;",
+        )
+        .unwrap();
+
+    let new = PageRecord { tags: vec!["new".into()], hash: "new".into(), ..page("p.md", "New title") };
+    let err = store.save_page(&new, &[block("first"), block("FAIL")]).unwrap_err();
+    assert!(matches!(err, StoreError::Sqlite(_)), "{err:?}");
+
+    let row = store.get_page(&vp("p.md")).unwrap().unwrap();
+    assert_eq!((row.title.as_str(), row.hash.as_str()), ("Old title", "h"));
+    assert_eq!(row.tags, ["old"]);
+    let blocks = store.get_blocks_by_page(&vp("p.md")).unwrap();
+    assert_eq!(blocks.iter().map(|b| b.id.clone()).collect::<Vec<_>>(), ids);
+
+    // A batch fails as a whole too.
+    let err = store.save_pages(&[(page("q.md", "Q"), vec![block("ok")]), (new.clone(), vec![block("FAIL")])]);
+    assert!(err.is_err());
+    assert_eq!(store.get_page(&vp("q.md")).unwrap(), None);
+
+    // The store keeps working afterwards.
+    store.save_page(&new, &[block("first")]).unwrap();
+    assert_eq!(store.get_page(&vp("p.md")).unwrap().unwrap().title, "New title");
+    assert_eq!(store.get_blocks_by_page(&vp("p.md")).unwrap()[0].id, ids[0]);
+}
+
+#[test]
+fn readers_run_while_a_writer_saves() {
+    let (_dir, store) = open();
+    let store = Arc::new(store);
+    let done = Arc::new(AtomicBool::new(false));
+
+    let readers: Vec<_> = (0..8)
+        .map(|t| {
+            let store = Arc::clone(&store);
+            let done = Arc::clone(&done);
+            std::thread::spawn(move || -> Result<usize, StoreError> {
+                let mut reads = 0;
+                while !done.load(Ordering::Acquire) || reads == 0 {
+                    let n = store.page_count()?;
+                    let rows = store.list_pages(None, 50)?;
+                    assert!(rows.len() as u64 <= n.max(50));
+                    if let Some(r) = rows.first() {
+                        let p = vp(&r.path);
+                        store.get_page(&p)?;
+                        store.get_blocks_by_page(&p)?;
+                    }
+                    store.resolve_link_target_path(&format!("page {t}"))?;
+                    reads += 1;
+                }
+                Ok(reads)
+            })
+        })
+        .collect();
+
+    let writer = {
+        let store = Arc::clone(&store);
+        std::thread::spawn(move || -> Result<(), StoreError> {
+            for i in 0..200 {
+                let blocks = vec![block("root"), child(0, &format!("child {i}")), NewBlock { links: vec![link("x", 0)], ..block("[[x]]") }];
+                store.save_page(&page(&format!("w/{i:03}.md"), &format!("page {i}")), &blocks)?;
+            }
+            Ok(())
+        })
+    };
+    writer.join().unwrap().unwrap();
+    done.store(true, Ordering::Release);
+    for r in readers {
+        assert!(r.join().unwrap().unwrap() > 0);
+    }
+    assert_eq!(store.page_count().unwrap(), 200);
+    assert_eq!(store.block_count().unwrap(), 600);
+    assert_eq!(store.all_pages().unwrap().len(), 200);
+    assert_eq!(resolved(&store, "page 199").as_deref(), Some("w/199.md"));
+}
+
+#[test]
+fn reopening_keeps_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("blocks.db");
+    let ids = {
+        let store = BlockStore::open(&db).unwrap();
+        store.set_meta("scan", "done").unwrap();
+        store.save_page(&page("keep.md", "Keep"), &[block("a"), child(0, "b")]).unwrap()
+    };
+    let store = BlockStore::open(&db).unwrap();
+    assert_eq!(store.get_page(&vp("keep.md")).unwrap().unwrap().block_count, 2);
+    assert_eq!(store.get_blocks_by_page(&vp("keep.md")).unwrap().iter().map(|b| b.id.clone()).collect::<Vec<_>>(), ids);
+    assert_eq!(store.get_meta("scan").unwrap().as_deref(), Some("done"));
+    // Re-saving after a reopen still reuses the ids.
+    assert_eq!(store.save_page(&page("keep.md", "Keep"), &[block("a"), child(0, "b")]).unwrap(), ids);
+    assert!(store.integrity_check().unwrap());
+}
+
+#[test]
+fn a_database_from_a_newer_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("blocks.db");
+    drop(BlockStore::open(&db).unwrap());
+    rusqlite::Connection::open(&db).unwrap().pragma_update(None, "user_version", 99).unwrap();
+
+    let err = BlockStore::open(&db).err().unwrap();
+    match &err {
+        StoreError::NewerSchema { found, supported } => {
+            assert_eq!(*found, 99);
+            assert_eq!(*supported, pkm_block::SCHEMA_VERSION);
+        }
+        other => panic!("expected NewerSchema, got {other:?}"),
+    }
+    assert!(err.to_string().contains("newer"), "{err}");
+    // The file is left as it was.
+    let v: i64 = rusqlite::Connection::open(&db).unwrap().pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+    assert_eq!(v, 99);
+
+    let kb: KbError = err.into();
+    assert_eq!(kb.kind, ErrorKind::External);
+    assert!(!kb.message.contains(dir.path().to_str().unwrap()));
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_reported_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("blocks.db");
+    std::fs::write(&db, vec![0x5a_u8; 8192]).unwrap();
+    let err = BlockStore::open(&db).err().unwrap();
+    assert!(matches!(err, StoreError::Corrupt(_)), "{err:?}");
+    let kb: KbError = err.into();
+    assert_eq!(kb.kind, ErrorKind::External);
+    assert!(!kb.message.contains("blocks.db"));
+}
+
+#[test]
+fn meta_and_clear() {
+    let (_dir, store) = open();
+    assert_eq!(store.get_meta("k").unwrap(), None);
+    store.set_meta("k", "1").unwrap();
+    store.set_meta("k", "2").unwrap();
+    assert_eq!(store.get_meta("k").unwrap().as_deref(), Some("2"));
+
+    let batch: Vec<_> = (0..5)
+        .map(|i| {
+            let rec = PageRecord { tags: vec!["t".into()], aliases: vec!["al".into()], ..page(&format!("{i}.md"), "t") };
+            (rec, vec![NewBlock { links: vec![link("x", 0)], tags: vec!["b".into()], ..block("x") }])
+        })
+        .collect();
+    let ids = store.save_pages(&batch).unwrap();
+    assert_eq!(ids.len(), 5);
+    assert_eq!(ids.iter().flatten().collect::<HashSet<_>>().len(), 5);
+    store.clear().unwrap();
+    assert_eq!(store.page_count().unwrap(), 0);
+    assert_eq!(store.block_count().unwrap(), 0);
+    assert!(store.all_links().unwrap().is_empty());
+    assert!(store.all_tags().unwrap().is_empty());
+    assert_eq!(resolved(&store, "al"), None);
+    assert_eq!(store.get_meta("k").unwrap().as_deref(), Some("2"), "meta survives a clear");
+    assert!(store.integrity_check().unwrap());
+}

@@ -1,0 +1,236 @@
+//! `VaultPath`: a vault-relative path to a markdown note that is known to be safe.
+//!
+//! Built only through [`VaultPath::parse`] (user input, checked against the filesystem) or
+//! [`VaultPath::lexical`] (names the server found itself, checked by their text alone), so a path
+//! that escapes the vault cannot be represented.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::vault::Vault;
+
+/// `MCP_PATH_MAX` of contract §11.
+pub const PATH_MAX_CHARS: usize = 4096;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("path is empty")]
+    Empty,
+    #[error("path is longer than {PATH_MAX_CHARS} characters")]
+    TooLong,
+    #[error("path contains a NUL character")]
+    Nul,
+    #[error("path contains a backslash; use '/' separators")]
+    Backslash,
+    #[error("path must be relative to the vault, not absolute")]
+    Absolute,
+    #[error("path must not contain '..' or '.' segments or empty segments")]
+    Traversal,
+    #[error("path must not point into a dot-folder or at a dot-file (such as .pkm/ or .git/)")]
+    Hidden,
+    #[error("path must name a markdown note ending in .md")]
+    NotMarkdown,
+    #[error("path leads outside the vault through a symbolic link")]
+    Escapes,
+}
+
+/// A safe, vault-relative, `/`-separated path to a `.md` note.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VaultPath(String);
+
+impl VaultPath {
+    /// Checks `input` by its text alone: relative, `/`-separated, no `..`, no dot-segments, no
+    /// NUL or backslash, at most 4096 characters, ending in `.md`.
+    pub fn lexical(input: &str) -> Result<VaultPath, PathError> {
+        if input.is_empty() {
+            return Err(PathError::Empty);
+        }
+        if input.chars().count() > PATH_MAX_CHARS {
+            return Err(PathError::TooLong);
+        }
+        if input.contains('\0') {
+            return Err(PathError::Nul);
+        }
+        if input.contains('\\') {
+            return Err(PathError::Backslash);
+        }
+        let bytes = input.as_bytes();
+        let drive = bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':';
+        if input.starts_with('/') || drive {
+            return Err(PathError::Absolute);
+        }
+        for seg in input.split('/') {
+            if seg.is_empty() || seg == "." || seg == ".." {
+                return Err(PathError::Traversal);
+            }
+            if seg.starts_with('.') {
+                return Err(PathError::Hidden);
+            }
+        }
+        let is_md = Path::new(input)
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("md"));
+        let stem_ok = input.rsplit('/').next().is_some_and(|name| name.len() > 3);
+        if !is_md || !stem_ok {
+            return Err(PathError::NotMarkdown);
+        }
+        Ok(VaultPath(input.to_owned()))
+    }
+
+    /// Checks user input: the lexical rules, then containment on disk. The deepest existing
+    /// ancestor (the file itself when it exists) is canonicalised and must stay inside the
+    /// vault and outside `.pkm/`, so a symlink cannot lead a read or a write elsewhere.
+    pub fn parse(vault: &Vault, input: &str) -> Result<VaultPath, PathError> {
+        let vp = Self::lexical(input)?;
+        let mut probe: PathBuf = vault.abs(&vp);
+        loop {
+            match probe.canonicalize() {
+                Ok(real) => {
+                    if !real.starts_with(vault.root()) || real.starts_with(vault.pkm_dir()) {
+                        return Err(PathError::Escapes);
+                    }
+                    break;
+                }
+                Err(_) => {
+                    // A dangling symlink is not a missing file: refuse it rather than write
+                    // through it to wherever it points.
+                    if probe.symlink_metadata().is_ok() {
+                        return Err(PathError::Escapes);
+                    }
+                    if !probe.pop() {
+                        return Err(PathError::Escapes);
+                    }
+                }
+            }
+        }
+        Ok(vp)
+    }
+
+    /// Builds the path of a file found under the vault root during a scan.
+    pub fn from_abs(vault: &Vault, abs: &Path) -> Result<VaultPath, PathError> {
+        let rel = abs.strip_prefix(vault.root()).map_err(|_| PathError::Escapes)?;
+        let mut s = String::new();
+        for (i, c) in rel.components().enumerate() {
+            let std::path::Component::Normal(part) = c else {
+                return Err(PathError::Traversal);
+            };
+            if i > 0 {
+                s.push('/');
+            }
+            s.push_str(part.to_str().ok_or(PathError::NotMarkdown)?);
+        }
+        Self::lexical(&s)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The path without its `.md` extension, as the contract's `slug`.
+    pub fn slug(&self) -> &str {
+        slug_of(&self.0)
+    }
+
+    /// The file name without extension.
+    pub fn stem(&self) -> &str {
+        let slug = self.slug();
+        slug.rsplit('/').next().unwrap_or(slug)
+    }
+
+    /// The folder part (`""` at the root).
+    pub fn parent(&self) -> &str {
+        self.0.rsplit_once('/').map(|(dir, _)| dir).unwrap_or("")
+    }
+}
+
+/// A note path without its `.md` extension (any case); other strings unchanged.
+pub fn slug_of(path: &str) -> &str {
+    match path.len().checked_sub(3).and_then(|i| path.get(i..).map(|ext| (i, ext))) {
+        Some((i, ext)) if ext.eq_ignore_ascii_case(".md") => path.get(..i).unwrap_or(path),
+        _ => path,
+    }
+}
+
+impl fmt::Display for VaultPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(input: &str, expect: Result<&str, PathError>) {
+        let got = VaultPath::lexical(input);
+        assert_eq!(got.as_ref().map(|p| p.as_str()).map_err(Clone::clone), expect, "{input:?}");
+    }
+
+    #[test]
+    fn lexical_rules() {
+        use PathError::*;
+        check("a.md", Ok("a.md"));
+        check("projects/example.md", Ok("projects/example.md"));
+        check("Über/naïve café.MD", Ok("Über/naïve café.MD"));
+        check("", Err(Empty));
+        check("../x.md", Err(Traversal));
+        check("a/../b.md", Err(Traversal));
+        check("a//b.md", Err(Traversal));
+        check("./a.md", Err(Traversal));
+        check("/etc/passwd.md", Err(Absolute));
+        check("C:/x.md", Err(Absolute));
+        check("a\\b.md", Err(Backslash));
+        check("a\0.md", Err(Nul));
+        check(".pkm/blocks.md", Err(Hidden));
+        check(".git/x.md", Err(Hidden));
+        check("notes/.hidden.md", Err(Hidden));
+        check("notes/x.txt", Err(NotMarkdown));
+        check("notes/.md", Err(Hidden));
+        check(".md", Err(Hidden));
+        check("x/", Err(Traversal));
+        check(&"a".repeat(4100), Err(TooLong));
+    }
+
+    #[test]
+    fn slug_stem_parent() {
+        let p = VaultPath::lexical("projects/sub/example.md").unwrap();
+        assert_eq!(p.slug(), "projects/sub/example");
+        assert_eq!(p.stem(), "example");
+        assert_eq!(p.parent(), "projects/sub");
+        assert_eq!(VaultPath::lexical("top.md").unwrap().parent(), "");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_cannot_escape() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.md"), "secret").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let vault = Vault::open(dir.path()).unwrap();
+        std::fs::create_dir(dir.path().join("inside")).unwrap();
+        std::fs::write(dir.path().join("inside/ok.md"), "ok").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.md"), dir.path().join("leak.md")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("nope.md"), dir.path().join("dangling.md")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("inside/ok.md"), dir.path().join("alias.md")).unwrap();
+
+        assert_eq!(VaultPath::parse(&vault, "inside/ok.md").unwrap().as_str(), "inside/ok.md");
+        assert_eq!(VaultPath::parse(&vault, "inside/new/deeper.md").unwrap().as_str(), "inside/new/deeper.md");
+        assert_eq!(VaultPath::parse(&vault, "alias.md").unwrap().as_str(), "alias.md");
+        assert_eq!(VaultPath::parse(&vault, "out/secret.md"), Err(PathError::Escapes));
+        assert_eq!(VaultPath::parse(&vault, "out/new.md"), Err(PathError::Escapes));
+        assert_eq!(VaultPath::parse(&vault, "leak.md"), Err(PathError::Escapes));
+        assert_eq!(VaultPath::parse(&vault, "dangling.md"), Err(PathError::Escapes));
+    }
+
+    #[test]
+    fn open_rejects_missing_and_files() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(Vault::open(&dir.path().join("nope")), Err(crate::VaultError::Missing(_))));
+        std::fs::write(dir.path().join("f"), "").unwrap();
+        assert!(matches!(Vault::open(&dir.path().join("f")), Err(crate::VaultError::NotADirectory(_))));
+        let v = Vault::open(dir.path()).unwrap();
+        assert!(v.pkm_dir().is_dir());
+    }
+}

@@ -1,0 +1,167 @@
+//! The analyzer shared by indexing, querying and snippets: words of alphanumeric characters,
+//! with Han and Japanese kana split into one token per character, lowercased and ASCII-folded.
+//!
+//! Reason for the custom tokenizer: tantivy's `SimpleTokenizer` keeps a run of CJK characters as
+//! one token (they are alphanumeric and unspaced), so a Chinese sentence became a single,
+//! usually over-long, unsearchable token. Indexing each ideograph alone makes CJK text findable;
+//! the query builder turns a run of them back into a phrase.
+
+use tantivy::tokenizer::{
+    AsciiFoldingFilter, LowerCaser, RemoveLongFilter, TextAnalyzer, Token, TokenStream, Tokenizer,
+};
+
+/// The name under which the analyzer is registered with the index.
+pub(crate) const ANALYZER_NAME: &str = "pkm_text";
+
+/// Tokens longer than this many bytes (base64 blobs, hashes) are dropped.
+const MAX_TOKEN_BYTES: usize = 64;
+
+/// Builds the analyzer: [`WordTokenizer`] → drop long tokens → lowercase → ASCII folding.
+pub(crate) fn analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(WordTokenizer::default())
+        .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter)
+        .build()
+}
+
+/// Whether `c` belongs to a script written without spaces between words, which is therefore
+/// indexed one character at a time.
+pub(crate) fn is_unspaced_script(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF      // Hiragana, Katakana
+        | 0x3400..=0x4DBF    // CJK Extension A
+        | 0x4E00..=0x9FFF    // CJK Unified Ideographs
+        | 0xF900..=0xFAFF    // CJK Compatibility Ideographs
+        | 0x20000..=0x3134F  // CJK Extensions B..G
+    )
+}
+
+/// Splits on every non-alphanumeric character; see the module docs for unspaced scripts.
+#[derive(Clone, Default)]
+pub(crate) struct WordTokenizer {
+    token: Token,
+}
+
+impl Tokenizer for WordTokenizer {
+    type TokenStream<'a> = WordTokenStream<'a>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> WordTokenStream<'a> {
+        self.token.reset();
+        WordTokenStream { text, cursor: 0, token: &mut self.token }
+    }
+}
+
+pub(crate) struct WordTokenStream<'a> {
+    text: &'a str,
+    /// Byte offset where the search for the next token starts; always on a char boundary.
+    cursor: usize,
+    token: &'a mut Token,
+}
+
+impl TokenStream for WordTokenStream<'_> {
+    fn advance(&mut self) -> bool {
+        self.token.text.clear();
+        let rest = self.text.get(self.cursor..).unwrap_or_default();
+        let mut start = None;
+        let mut end = rest.len();
+        for (i, c) in rest.char_indices() {
+            match start {
+                None if is_unspaced_script(c) => {
+                    start = Some(i);
+                    end = i + c.len_utf8();
+                    break;
+                }
+                None if c.is_alphanumeric() => start = Some(i),
+                None => {}
+                Some(_) if c.is_alphanumeric() && !is_unspaced_script(c) => {}
+                Some(_) => {
+                    end = i;
+                    break;
+                }
+            }
+        }
+        let Some(start) = start else {
+            self.cursor = self.text.len();
+            return false;
+        };
+        let (from, to) = (self.cursor + start, self.cursor + end);
+        self.cursor = to;
+        self.token.position = self.token.position.wrapping_add(1);
+        self.token.offset_from = from;
+        self.token.offset_to = to;
+        self.token.text.push_str(self.text.get(from..to).unwrap_or_default());
+        true
+    }
+
+    fn token(&self) -> &Token {
+        self.token
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        self.token
+    }
+}
+
+/// One analyzed token of a query: its indexed text and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct QueryToken {
+    pub text: String,
+    pub offset_from: usize,
+    pub offset_to: usize,
+    /// The token is a single character of an unspaced script.
+    pub unspaced: bool,
+}
+
+/// Runs `text` through the analyzer.
+pub(crate) fn analyze(analyzer: &mut TextAnalyzer, text: &str) -> Vec<QueryToken> {
+    let mut out = Vec::new();
+    let mut stream = analyzer.token_stream(text);
+    while let Some(token) = stream.next() {
+        let source = text.get(token.offset_from..token.offset_to).unwrap_or_default();
+        let mut chars = source.chars();
+        let unspaced = matches!((chars.next(), chars.next()), (Some(c), None) if is_unspaced_script(c));
+        out.push(QueryToken {
+            text: token.text.clone(),
+            offset_from: token.offset_from,
+            offset_to: token.offset_to,
+            unspaced,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(input: &str) -> Vec<String> {
+        analyze(&mut analyzer(), input).into_iter().map(|t| t.text).collect()
+    }
+
+    #[test]
+    fn words_are_lowercased_and_folded() {
+        assert_eq!(texts("Café  RÉSUMÉ, naïve-Straße"), ["cafe", "resume", "naive", "strasse"]);
+    }
+
+    #[test]
+    fn query_syntax_is_just_separators() {
+        assert_eq!(texts("title:x AND (b* -c \"d"), ["title", "x", "and", "b", "c", "d"]);
+    }
+
+    #[test]
+    fn han_and_kana_are_one_token_per_char() {
+        assert_eq!(texts("东京tower ひらがな"), ["东", "京", "tower", "ひ", "ら", "が", "な"]);
+    }
+
+    #[test]
+    fn other_scripts_stay_words() {
+        assert_eq!(texts("Привет мир 한국어"), ["привет", "мир", "한국어"]);
+    }
+
+    #[test]
+    fn overlong_tokens_are_dropped() {
+        let long = "a".repeat(100);
+        assert_eq!(texts(&format!("keep {long} this")), ["keep", "this"]);
+    }
+}

@@ -1,0 +1,64 @@
+//! The crate's one error enum. `FrontmatterError` and `TagEditError` name it where the API reads
+//! better with a specific name; they are the same type.
+
+use pkm_core::{ErrorKind, KbError};
+
+/// Why frontmatter was refused or a tag edit could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MarkdownError {
+    /// The YAML text is longer than the parser accepts.
+    #[error("frontmatter is {len} bytes; at most {max} are accepted")]
+    TooLarge { len: usize, max: usize },
+    /// Collections (including alias expansions) nest deeper than the limit.
+    #[error("frontmatter nests deeper than {max} levels")]
+    TooDeep { max: usize },
+    /// The document, with aliases expanded, has more nodes than the limit (alias bombs end here).
+    #[error("frontmatter has more than {max} nodes (aliases expanded)")]
+    TooManyNodes { max: usize },
+    /// `*name` refers to no anchor defined before it.
+    #[error("frontmatter uses an undefined alias")]
+    UnknownAlias,
+    /// A mapping key that is a sequence or a mapping; JSON objects need string keys.
+    #[error("frontmatter has a mapping key that is not a scalar")]
+    ComplexKey,
+    /// The top level is a scalar or a sequence, not a mapping.
+    #[error("frontmatter is not a mapping of keys to values")]
+    NotAMapping,
+    /// More than one YAML document between the fences.
+    #[error("frontmatter holds more than one YAML document")]
+    MultipleDocuments,
+    /// The YAML scanner or parser rejected the text.
+    #[error("invalid YAML in frontmatter at line {line}, column {col}: {message}")]
+    Syntax { message: String, line: usize, col: usize },
+    /// The tag is empty or holds characters a tag cannot hold (whitespace, control characters).
+    #[error("invalid tag {0:?}")]
+    InvalidTag(String),
+    /// The frontmatter `tags` value has a shape this crate does not edit in place.
+    #[error("cannot edit frontmatter tags: {0}")]
+    UnsupportedTags(String),
+}
+
+/// Errors of frontmatter parsing.
+pub type FrontmatterError = MarkdownError;
+/// Errors of tag edits.
+pub type TagEditError = MarkdownError;
+
+impl MarkdownError {
+    /// Every error of this crate is about the input text, so every one is `InvalidArgs`.
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::InvalidArgs
+    }
+}
+
+impl From<MarkdownError> for KbError {
+    fn from(e: MarkdownError) -> Self {
+        let hint = match e {
+            MarkdownError::InvalidTag(_) => "Tags are letters, digits and `_ - / .`, without spaces.",
+            MarkdownError::UnsupportedTags(_) => {
+                "Write `tags` as a list (`tags: [a, b]`) and retry, or edit the note with kb_write_page."
+            }
+            _ => "Fix the YAML between the `---` fences at the top of the note.",
+        };
+        KbError::new(e.kind(), e.to_string()).with_hint(hint)
+    }
+}

@@ -1,0 +1,14 @@
+//! Markdown in, page model out: frontmatter, the outliner block tree, links and tags.
+//!
+//! Architecture invariant: this crate does no IO. Every function takes text and returns values;
+//! none panics on any input, and none recurses in proportion to the input's nesting.
+
+pub mod block_parser;
+pub mod error;
+pub mod frontmatter;
+mod lines;
+pub mod linker;
+mod scan;
+pub mod tags;
+
+pub use error::{FrontmatterError, MarkdownError, TagEditError};

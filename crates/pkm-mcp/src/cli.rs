@@ -1,0 +1,274 @@
+//! The command line of SPEC-operations "Command line". Every flag has an env twin
+//! `STRATUM_MCP_<FLAG>`; the `///` doc on each field is its only description (it feeds `--help`).
+//! Bad flags, env values or vault paths exit 2 with one line on stderr.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use pkm_core::Vault;
+use stratum_app::scan::{self, ScanMode};
+use stratum_app::{App, AppConfig};
+
+use crate::scope::{self, Scope};
+use crate::server::StratumServer;
+use crate::tokens::TokenStore;
+
+/// MCP server for a markdown vault: read, write, index, search, link and tag notes.
+#[derive(Debug, Parser)]
+#[command(name = "stratum-mcp", version, about, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Serve MCP on stdin/stdout (the default when neither --stdio nor --http is given).
+    #[arg(long, env = "STRATUM_MCP_STDIO", conflicts_with = "http")]
+    pub stdio: bool,
+    /// Serve MCP over Streamable HTTP at <base>/mcp, with /health beside it.
+    #[arg(long, env = "STRATUM_MCP_HTTP")]
+    pub http: bool,
+    /// The vault: a folder of markdown notes (.pkm/ is created inside it on first start).
+    #[arg(long, env = "STRATUM_MCP_VAULT", value_name = "PATH")]
+    pub vault: Option<PathBuf>,
+    /// Address to listen on with --http; port 0 picks a free port.
+    #[arg(long, env = "STRATUM_MCP_BIND", default_value = "127.0.0.1:8787", value_name = "ADDR:PORT")]
+    pub bind: std::net::SocketAddr,
+    /// Path prefix for the HTTP endpoints, e.g. /kb serves /kb/mcp and /kb/health.
+    #[arg(long, env = "STRATUM_MCP_BASE", default_value = "", value_name = "/prefix")]
+    pub base: String,
+    /// Token store file (default <vault>/.pkm/mcp-tokens.json).
+    #[arg(long, env = "STRATUM_MCP_TOKEN_STORE", value_name = "FILE")]
+    pub token_store: Option<PathBuf>,
+    /// Serve HTTP without authentication; only allowed on a loopback bind address.
+    #[arg(long, env = "STRATUM_MCP_NO_AUTH")]
+    pub no_auth: bool,
+    /// TLS certificate chain (PEM) to serve HTTPS natively; needs --tls-key.
+    #[arg(long, env = "STRATUM_MCP_TLS_CERT", value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM); needs --tls-cert.
+    #[arg(long, env = "STRATUM_MCP_TLS_KEY", value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Declare that a reverse proxy terminates TLS in front of a non-loopback bind.
+    #[arg(long, env = "STRATUM_MCP_BEHIND_TLS_PROXY")]
+    pub behind_tls_proxy: bool,
+    /// Another Host header value to accept (repeatable); loopback names are always accepted.
+    #[arg(long, env = "STRATUM_MCP_ALLOWED_HOST", value_name = "NAME", value_delimiter = ',')]
+    pub allowed_host: Vec<String>,
+    /// A browser Origin to accept (repeatable); requests with any other Origin get 403.
+    #[arg(long, env = "STRATUM_MCP_ALLOWED_ORIGIN", value_name = "URL", value_delimiter = ',')]
+    pub allowed_origin: Vec<String>,
+    /// Log format on stderr.
+    #[arg(long, env = "STRATUM_MCP_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+    /// Serve Prometheus metrics on this separate address (off by default).
+    #[arg(long, env = "STRATUM_MCP_METRICS_BIND", value_name = "ADDR:PORT")]
+    pub metrics_bind: Option<std::net::SocketAddr>,
+    /// Seconds a write waits for a running rebuild before answering VaultLocked.
+    #[arg(long, env = "STRATUM_MCP_WRITE_BUDGET", default_value_t = 10, value_name = "SECONDS")]
+    pub write_budget: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Build or refresh the index offline (a progress bar on a terminal).
+    Index {
+        /// The vault to index.
+        #[arg(long, env = "STRATUM_MCP_VAULT", value_name = "PATH")]
+        vault: PathBuf,
+        /// Re-read every note and rebuild the index from scratch.
+        #[arg(long, env = "STRATUM_MCP_REBUILD")]
+        rebuild: bool,
+    },
+    /// Manage personal access tokens for --http.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TokenStoreArgs {
+    /// The vault whose token store to use.
+    #[arg(long, env = "STRATUM_MCP_VAULT", value_name = "PATH")]
+    pub vault: PathBuf,
+    /// Token store file (default <vault>/.pkm/mcp-tokens.json).
+    #[arg(long, env = "STRATUM_MCP_TOKEN_STORE", value_name = "FILE")]
+    pub token_store: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token and print it (the only time it is shown) as the one line on stdout.
+    Create {
+        #[command(flatten)]
+        store: TokenStoreArgs,
+        /// A name for the token, used to list and revoke it.
+        #[arg(long)]
+        name: String,
+        /// Comma-separated scopes (default: all but kb:admin).
+        #[arg(long, value_name = "kb:read,kb:search,...")]
+        scopes: Option<String>,
+    },
+    /// List tokens: name, scopes, creation time (never the token).
+    List {
+        #[command(flatten)]
+        store: TokenStoreArgs,
+    },
+    /// Revoke a token by name; a running server refuses it from the next request on.
+    Revoke {
+        #[command(flatten)]
+        store: TokenStoreArgs,
+        /// The token's name.
+        name: String,
+    },
+}
+
+/// A failure that ends the process: exit code and one line.
+pub struct Exit(pub i32, pub String);
+
+fn usage(msg: impl Into<String>) -> Exit {
+    Exit(2, msg.into())
+}
+
+/// Opens the vault or explains in one line why not.
+pub fn open_vault(path: &Path) -> Result<Vault, Exit> {
+    Vault::open(path).map_err(|e| usage(e.to_string()))
+}
+
+pub fn token_store(vault: &Vault, explicit: Option<&Path>) -> TokenStore {
+    TokenStore::new(explicit.map(Path::to_path_buf).unwrap_or_else(|| vault.tokens_path()))
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+fn run_token(cmd: TokenCommand) -> Result<(), Exit> {
+    let store_of = |a: &TokenStoreArgs| -> Result<TokenStore, Exit> { Ok(token_store(&open_vault(&a.vault)?, a.token_store.as_deref())) };
+    match cmd {
+        TokenCommand::Create { store, name, scopes } => {
+            let scopes = match scopes {
+                Some(s) => scope::parse_list(&s).map_err(usage)?,
+                None => Scope::PERSONAL.to_vec(),
+            };
+            let token = store_of(&store)?.create(&name, &scopes).map_err(|e| usage(e.to_string()))?;
+            println!("{token}");
+        }
+        TokenCommand::List { store } => {
+            for t in store_of(&store)?.list().map_err(|e| usage(e.to_string()))? {
+                println!("{}\t{}\t{}", t.name, t.scopes.join(","), t.created_at);
+            }
+        }
+        TokenCommand::Revoke { store, name } => {
+            store_of(&store)?.revoke(&name).map_err(|e| usage(e.to_string()))?;
+            eprintln!("revoked {name}");
+        }
+    }
+    Ok(())
+}
+
+fn run_index(vault: &Path, rebuild: bool) -> Result<(), Exit> {
+    let vault = open_vault(vault)?;
+    let app = App::open(vault, AppConfig::default()).map_err(|e| Exit(1, e.to_string()))?;
+    let started = std::time::Instant::now();
+    let mode = if rebuild { ScanMode::Rebuild } else { ScanMode::Incremental };
+    let report = if std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} indexing [{bar:40}] {pos}/{len} notes ({per_sec}, eta {eta})")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        let r = scan::scan_with_progress(&app, mode, &|done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        });
+        bar.finish_and_clear();
+        r
+    } else {
+        scan::scan(&app, mode)
+    }
+    .map_err(|e| Exit(1, e.to_string()))?;
+    eprintln!(
+        "indexed {} notes in {:.2}s: {} updated, {} removed, {} skipped",
+        report.scanned,
+        started.elapsed().as_secs_f64(),
+        report.updated,
+        report.removed,
+        report.skipped.len()
+    );
+    for (path, why) in &report.skipped {
+        eprintln!("skipped {path}: {why}");
+    }
+    Ok(())
+}
+
+fn open_app(args: &ServeArgs) -> Result<Arc<App>, Exit> {
+    let vault_path = args.vault.as_deref().ok_or_else(|| usage("--vault PATH is required (or set STRATUM_MCP_VAULT)"))?;
+    let vault = open_vault(vault_path)?;
+    let config = AppConfig { write_budget: std::time::Duration::from_secs(args.write_budget), ..AppConfig::default() };
+    let app = App::open(vault, config).map_err(|e| Exit(1, format!("cannot open the vault's store: {e}")))?;
+    app.warm_up();
+    Ok(app)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Exit> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| Exit(1, format!("cannot start the runtime: {e}")))
+}
+
+fn run_serve(args: ServeArgs) -> Result<(), Exit> {
+    init_logging(args.log_format);
+    if args.http {
+        return crate::http::run(args);
+    }
+    let app = open_app(&args)?;
+    runtime()?.block_on(crate::stdio::serve(StratumServer::new(app))).map_err(|e| Exit(1, format!("stdio transport: {e}")))
+}
+
+/// Runs the command line; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+                let _ = e.print();
+                return 0;
+            }
+            let text = e.to_string();
+            let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid command line");
+            eprintln!("stratum-mcp: {}", line.trim_start_matches("error: "));
+            return 2;
+        }
+    };
+    let result = match cli.command {
+        Some(Command::Token { command }) => run_token(command),
+        Some(Command::Index { vault, rebuild }) => run_index(&vault, rebuild),
+        None => run_serve(cli.serve),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(Exit(code, msg)) => {
+            eprintln!("stratum-mcp: {msg}");
+            code
+        }
+    }
+}
+
+pub(crate) use {open_app as open_app_for_serve, runtime as new_runtime};

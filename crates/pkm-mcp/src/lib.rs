@@ -1,0 +1,15 @@
+//! stratum-mcp: the MCP server over a Stratum vault.
+//!
+//! One table of tools (`tools::TOOLS`) behind two doors: stdio (rmcp) and Streamable HTTP (axum).
+//! Architecture invariant: only this crate knows MCP and JSON-RPC; only `errors` picks codes.
+
+pub mod cli;
+pub mod errors;
+pub mod schema;
+pub mod scope;
+pub mod server;
+pub mod stdio;
+pub mod tokens;
+pub mod tools;
+
+pub use server::StratumServer;

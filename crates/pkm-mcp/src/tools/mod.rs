@@ -1,0 +1,182 @@
+//! The one table of tools. `tools/list`, argument validation, scope checks, rate-limit tiers,
+//! annotations and the docs table all read `TOOLS`; neither door knows a tool by name.
+
+mod handlers;
+
+pub(crate) use handlers::path_error;
+
+use pkm_core::KbResult;
+use serde_json::{Map, Value};
+use stratum_app::App;
+
+use crate::scope::Scope;
+
+/// Validated `tools/call` arguments.
+pub type Args = Map<String, Value>;
+
+/// One MCP tool.
+pub struct Tool {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// The scope a token needs (contract §6); also the rate-limit tier.
+    pub scope: Scope,
+    /// The contract's §5 schema, verbatim (`schemas/<name>.json`).
+    pub input_schema: &'static str,
+    /// The shape of `structuredContent` (`schemas/output/<name>.json`).
+    pub output_schema: &'static str,
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub handler: fn(&App, &Args) -> KbResult<Value>,
+}
+
+macro_rules! schema {
+    ($name:literal) => {
+        (
+            include_str!(concat!("../../schemas/", $name, ".json")),
+            include_str!(concat!("../../schemas/output/", $name, ".json")),
+        )
+    };
+}
+
+const fn tool(
+    name: &'static str,
+    description: &'static str,
+    scope: Scope,
+    schemas: (&'static str, &'static str),
+    (read_only, destructive, idempotent): (bool, bool, bool),
+    handler: fn(&App, &Args) -> KbResult<Value>,
+) -> Tool {
+    Tool { name, description, scope, input_schema: schemas.0, output_schema: schemas.1, read_only, destructive, idempotent, handler }
+}
+
+/// (readOnly, destructive, idempotent)
+const READ: (bool, bool, bool) = (true, false, true);
+
+pub static TOOLS: &[Tool] = &[
+    tool(
+        "kb_get_page",
+        "Read one note by its vault-relative path: full markdown (frontmatter included), parsed frontmatter, title, links, tags and modified_at (pass it back as expected_modified when writing).",
+        Scope::Read,
+        schema!("kb_get_page"),
+        READ,
+        handlers::get_page,
+    ),
+    tool(
+        "kb_list_pages",
+        "List notes in path order, with pagination: pass next_cursor back as cursor to continue.",
+        Scope::Read,
+        schema!("kb_list_pages"),
+        READ,
+        handlers::list_pages,
+    ),
+    tool(
+        "kb_write_page",
+        "Create or overwrite a note atomically with exactly the given markdown. Link notes by writing [[wiki-links]]. Pass expected_modified (from kb_get_page) to fail with Conflict instead of overwriting a newer edit.",
+        Scope::Write,
+        schema!("kb_write_page"),
+        (false, true, true),
+        handlers::write_page,
+    ),
+    tool(
+        "kb_delete_page",
+        "Delete a note and its index entries. Optional expected_modified guard.",
+        Scope::Write,
+        schema!("kb_delete_page"),
+        (false, true, false),
+        handlers::delete_page,
+    ),
+    tool(
+        "kb_reindex",
+        "Refresh the index from the files: 'incremental' re-reads changed notes, 'rebuild' re-indexes the whole vault exclusively.",
+        Scope::Index,
+        schema!("kb_reindex"),
+        (false, false, true),
+        handlers::reindex,
+    ),
+    tool(
+        "kb_index_status",
+        "Index freshness and coverage: indexed pages and blocks, last indexing time.",
+        Scope::Read,
+        schema!("kb_index_status"),
+        READ,
+        handlers::index_status,
+    ),
+    tool(
+        "kb_search",
+        "Full-text search (BM25) across the blocks of all notes; every word must match. Returns highlighted snippets, the total match count and next_offset for paging.",
+        Scope::Search,
+        schema!("kb_search"),
+        READ,
+        handlers::search,
+    ),
+    tool(
+        "kb_search_by_tag",
+        "Blocks tagged with a tag: in their note's frontmatter tags or as an inline #tag.",
+        Scope::Search,
+        schema!("kb_search_by_tag"),
+        READ,
+        handlers::search_by_tag,
+    ),
+    tool(
+        "kb_autocomplete",
+        "Suggest page titles, tags, or [[link]] targets matching a prefix or fuzzy query, best first.",
+        Scope::Search,
+        schema!("kb_autocomplete"),
+        READ,
+        handlers::autocomplete,
+    ),
+    tool(
+        "kb_backlinks",
+        "Blocks linking to a note, and (unless include_unlinked is false) blocks mentioning its title or aliases without linking.",
+        Scope::Read,
+        schema!("kb_backlinks"),
+        READ,
+        handlers::backlinks,
+    ),
+    tool(
+        "kb_graph",
+        "The link graph: the whole vault, or the notes within 'depth' links of 'path'.",
+        Scope::Read,
+        schema!("kb_graph"),
+        READ,
+        handlers::graph,
+    ),
+    tool(
+        "kb_resolve_link",
+        "Resolve a [[wiki-link]] target (by path, title, alias or file name; case-insensitive) to a note.",
+        Scope::Read,
+        schema!("kb_resolve_link"),
+        READ,
+        handlers::resolve_link,
+    ),
+    tool(
+        "kb_add_tag",
+        "Add a tag to a note's frontmatter tags (idempotent; every other byte is kept).",
+        Scope::Organize,
+        schema!("kb_add_tag"),
+        (false, false, true),
+        handlers::add_tag,
+    ),
+    tool(
+        "kb_remove_tag",
+        "Remove a tag from a note's frontmatter and every inline #tag (idempotent).",
+        Scope::Organize,
+        schema!("kb_remove_tag"),
+        (false, true, true),
+        handlers::remove_tag,
+    ),
+    tool(
+        "kb_vault_info",
+        "Vault metadata and health: page and block counts, index freshness.",
+        Scope::Read,
+        schema!("kb_vault_info"),
+        READ,
+        handlers::vault_info,
+    ),
+];
+
+/// The tool called `name`.
+pub fn find(name: &str) -> Option<&'static Tool> {
+    TOOLS.iter().find(|t| t.name == name)
+}

@@ -1,0 +1,184 @@
+//! `App`: one opened vault with its store, index, locks and hooks. Every command takes `&App`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+use pkm_block::BlockStore;
+use pkm_core::{KbError, KbResult, Vault};
+use pkm_index::{IndexEngine, IndexingGuard};
+
+use crate::hooks::SaveHooks;
+use crate::resolver::Resolver;
+
+/// Tunables of one `App`.
+#[derive(Debug, Clone)]
+pub struct AppConfig {
+    /// How long a write waits for a running rebuild before answering VaultLocked.
+    pub write_budget: Duration,
+    /// How long an index-backed read waits for the first scan before answering VaultLocked.
+    pub warm_wait: Duration,
+}
+
+impl Default for AppConfig {
+    fn default() -> Self {
+        AppConfig { write_budget: Duration::from_secs(10), warm_wait: Duration::from_secs(3) }
+    }
+}
+
+/// An opened vault.
+pub struct App {
+    pub(crate) vault: Vault,
+    pub(crate) store: BlockStore,
+    pub(crate) index: IndexEngine,
+    /// Exclusive for `kb_reindex rebuild`, shared for every other write (contract §10).
+    pub(crate) guard: IndexingGuard,
+    /// The single writer of this vault in this process: held from the precondition check to
+    /// the index commit, so two saves of one note cannot interleave.
+    pub(crate) write_lock: Mutex<()>,
+    /// Content hashes of the server's own saves, by path, for the watcher: an event whose file
+    /// hashes to what we wrote is our echo; anything else is another program's edit.
+    pub(crate) own_saves: Mutex<HashMap<String, String>>,
+    pub(crate) hooks: RwLock<Vec<Arc<dyn SaveHooks>>>,
+    /// False until the first scan has brought the store and index up to date.
+    ready: Mutex<bool>,
+    ready_cv: Condvar,
+    /// Changes seen by the watcher and not yet applied.
+    pub(crate) pending: AtomicU64,
+    /// Set when an index commit failed after a save: the index lags until the next reindex.
+    pub(crate) index_dirty: AtomicBool,
+    /// Bumped whenever the set of pages or their names may change; invalidates `resolver`.
+    pub(crate) generation: AtomicU64,
+    resolver: Mutex<Option<(u64, Arc<Resolver>)>>,
+    pub(crate) config: AppConfig,
+    /// Test seam: fails chosen steps of a save (see `write::Step`).
+    pub(crate) faults: RwLock<Option<crate::write::FaultInjector>>,
+}
+
+impl App {
+    /// Opens the store and the index of `vault`. The index is recreated when it is missing,
+    /// corrupt or of another schema (it is a cache of the notes). Does not scan: call
+    /// [`App::warm_up`] or [`crate::scan::scan`].
+    pub fn open(vault: Vault, config: AppConfig) -> KbResult<Arc<App>> {
+        let store = BlockStore::open(&vault.db_path()).map_err(|e| {
+            tracing::error!(error = %e, "cannot open the block store");
+            KbError::from(e)
+        })?;
+        let index = match IndexEngine::open(&vault.search_dir()) {
+            Ok(index) => index,
+            Err(e) => {
+                tracing::warn!(error = %e, "search index unusable; recreating it");
+                IndexEngine::recreate(&vault.search_dir()).map_err(|e| {
+                    tracing::error!(error = %e, "cannot create the search index");
+                    KbError::from(e)
+                })?
+            }
+        };
+        Ok(Arc::new(App {
+            vault,
+            store,
+            index,
+            guard: IndexingGuard::new(),
+            write_lock: Mutex::new(()),
+            own_saves: Mutex::new(HashMap::new()),
+            hooks: RwLock::new(Vec::new()),
+            ready: Mutex::new(false),
+            ready_cv: Condvar::new(),
+            pending: AtomicU64::new(0),
+            index_dirty: AtomicBool::new(false),
+            generation: AtomicU64::new(0),
+            resolver: Mutex::new(None),
+            config,
+            faults: RwLock::new(None),
+        }))
+    }
+
+    pub fn vault(&self) -> &Vault {
+        &self.vault
+    }
+
+    pub fn add_hooks(&self, hooks: Arc<dyn SaveHooks>) {
+        self.hooks.write().push(hooks);
+    }
+
+    /// Runs the first incremental scan on a background thread; index-backed reads wait for it
+    /// (up to `warm_wait`) while `initialize` and single-note reads answer at once.
+    pub fn warm_up(self: &Arc<Self>) {
+        let app = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("stratum-warm-up".into())
+            .spawn(move || {
+                match crate::scan::scan(&app, crate::scan::ScanMode::Incremental) {
+                    Ok(report) => tracing::info!(
+                        scanned = report.scanned,
+                        updated = report.updated,
+                        removed = report.removed,
+                        skipped = report.skipped.len(),
+                        "vault scan finished"
+                    ),
+                    Err(e) => tracing::error!(error = %e, "vault scan failed"),
+                }
+                app.mark_ready();
+            })
+            .map(|_| ())
+            .unwrap_or_else(|e| {
+                tracing::error!(error = %e, "cannot start the warm-up thread");
+                self.mark_ready();
+            });
+    }
+
+    pub fn mark_ready(&self) {
+        *self.ready.lock() = true;
+        self.ready_cv.notify_all();
+    }
+
+    pub fn is_ready(&self) -> bool {
+        *self.ready.lock()
+    }
+
+    /// Waits for the first scan, up to `warm_wait`; then a transient error.
+    pub(crate) fn wait_ready(&self) -> KbResult<()> {
+        let mut ready = self.ready.lock();
+        if !*ready {
+            let _ = self.ready_cv.wait_for(&mut ready, self.config.warm_wait);
+        }
+        if *ready {
+            Ok(())
+        } else {
+            let mut e = KbError::locked(2);
+            e.message = "The vault is still being indexed".into();
+            e.hint = Some("Retry in a few seconds; kb_get_page and kb_index_status answer meanwhile.".into());
+            Err(e)
+        }
+    }
+
+    /// The link resolver for the current set of pages, rebuilt when pages changed.
+    pub(crate) fn resolver(&self) -> KbResult<Arc<Resolver>> {
+        let generation = self.generation.load(Ordering::Acquire);
+        let mut cached = self.resolver.lock();
+        if let Some((g, r)) = cached.as_ref() {
+            if *g == generation {
+                return Ok(Arc::clone(r));
+            }
+        }
+        let pages = self.store.all_pages().map_err(KbError::from)?;
+        let resolver = Arc::new(Resolver::new(pages));
+        *cached = Some((generation, Arc::clone(&resolver)));
+        Ok(resolver)
+    }
+
+    pub(crate) fn pages_changed(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Whether the index reflects every note: the first scan is done, nothing is pending from
+    /// the watcher, and no index commit failed since the last reindex.
+    pub fn index_fresh(&self) -> bool {
+        self.is_ready()
+            && self.pending.load(Ordering::Acquire) == 0
+            && !self.index_dirty.load(Ordering::Acquire)
+            && !self.guard.is_rebuilding()
+    }
+}

@@ -1,0 +1,169 @@
+//! Reading, listing, writing, deleting and tagging notes.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use pkm_core::{ErrorKind, KbError, KbResult, VaultPath};
+
+use crate::app::App;
+use crate::convert::{Prepared, prepare};
+use crate::dto::{self, Empty, LinkDto, NoteDocument, PageList, PageSummary, TagOperationResult};
+use crate::write::{Change, Outcome};
+
+fn document(path: &VaultPath, text: String, p: &Prepared, ids: &[String]) -> NoteDocument {
+    NoteDocument {
+        path: path.as_str().to_owned(),
+        slug: path.slug().to_owned(),
+        title: p.record.title.clone(),
+        frontmatter: p.frontmatter.clone(),
+        links: p
+            .links
+            .iter()
+            .map(|(block, l)| LinkDto {
+                target: l.target.clone(),
+                block_id: block.and_then(|i| ids.get(i)).cloned(),
+                position: l.position,
+            })
+            .collect(),
+        tags: p.record.tags.clone(),
+        block_count: p.blocks.len() as u64,
+        modified_at: p.record.modified_at.clone(),
+        content: text,
+    }
+}
+
+fn read_text(app: &App, path: &VaultPath) -> KbResult<(String, std::fs::Metadata)> {
+    let abs = app.vault.abs(path);
+    let bytes = std::fs::read(&abs).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => KbError::not_found(path.as_str()),
+        _ => {
+            tracing::error!(note = %path, error = %e, "cannot read note");
+            KbError::external("reading the note").with_note(path.as_str())
+        }
+    })?;
+    let meta = std::fs::metadata(&abs).map_err(|_| KbError::not_found(path.as_str()))?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        KbError::invalid(format!("Note is not valid UTF-8 text: {path}"))
+            .with_note(path.as_str())
+            .with_hint("Only UTF-8 markdown notes can be read through the tools.")
+    })?;
+    Ok((text, meta))
+}
+
+/// Reads a note from disk (the source of truth) with the block ids the store gave it. A note
+/// the store has not caught up with (an external edit the watcher has not applied yet) is
+/// brought up to date first, so the ids returned are the ones search hits will carry.
+pub fn open_page(app: &App, path: &VaultPath) -> KbResult<NoteDocument> {
+    let (text, meta) = read_text(app, path)?;
+    let mtime = meta.modified().map_err(|_| KbError::external("reading the note's mtime"))?;
+    let prepared = prepare(path, &text, mtime, meta.len());
+    let row = app.store.get_page(path).map_err(KbError::from)?;
+    let fresh = row.as_ref().is_some_and(|r| r.hash == prepared.record.hash);
+    if !fresh {
+        crate::commands::search::reindex_page(app, path)?;
+    }
+    let ids: Vec<String> = app.store.get_blocks_by_page(path).map_err(KbError::from)?.into_iter().map(|b| b.id).collect();
+    Ok(document(path, text, &prepared, &ids))
+}
+
+/// Raw markdown of a note, for `note://` resources.
+pub fn read_raw(app: &App, path: &VaultPath) -> KbResult<String> {
+    read_text(app, path).map(|(text, _)| text)
+}
+
+fn encode_cursor(path: &str) -> String {
+    URL_SAFE_NO_PAD.encode(path.as_bytes())
+}
+
+fn decode_cursor(cursor: &str) -> KbResult<String> {
+    URL_SAFE_NO_PAD
+        .decode(cursor.as_bytes())
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| KbError::invalid("cursor is not a value this server returned").with_hint("Pass next_cursor from a previous kb_list_pages response, or omit it to start over."))
+}
+
+/// Notes in path order, `limit` at a time; `next_cursor` continues after the last one. A page
+/// of results that would pass the response cap is cut short and continues likewise.
+pub fn list_pages(app: &App, limit: usize, cursor: Option<&str>) -> KbResult<PageList> {
+    app.wait_ready()?;
+    let after = cursor.map(decode_cursor).transpose()?;
+    let mut rows = app.store.list_pages(after.as_deref(), limit + 1).map_err(KbError::from)?;
+    let more = rows.len() > limit;
+    rows.truncate(limit);
+    let mut pages: Vec<PageSummary> = rows
+        .into_iter()
+        .map(|r| PageSummary {
+            slug: pkm_core::path::slug_of(&r.path).to_owned(),
+            path: r.path,
+            title: r.title,
+            block_count: r.block_count,
+            modified_at: r.modified_at,
+        })
+        .collect();
+    let fit = dto::fit_to_budget(&pages, dto::LIST_BUDGET_BYTES);
+    let cut = fit < pages.len();
+    pages.truncate(fit);
+    let next_cursor = if more || cut { pages.last().map(|p| encode_cursor(&p.path)) } else { None };
+    Ok(PageList { pages, next_cursor })
+}
+
+/// Creates or overwrites a note with exactly `content`, through the one write path.
+pub fn save_page(app: &App, path: &VaultPath, content: &str, expected_modified: Option<&str>) -> KbResult<NoteDocument> {
+    let (outcome, ()) = app.mutate(path, expected_modified, |_| Ok((Change::Write(content.to_owned()), ())))?;
+    match outcome {
+        Outcome::Written(p, ids) => Ok(document(path, content.to_owned(), &p, &ids)),
+        _ => Err(KbError::internal("save produced no write")),
+    }
+}
+
+/// Deletes a note and its store and index entries.
+pub fn delete_page(app: &App, path: &VaultPath, expected_modified: Option<&str>) -> KbResult<Empty> {
+    app.mutate(path, expected_modified, |_| Ok((Change::Delete, ())))?;
+    Ok(Empty {})
+}
+
+fn tag_of(tag: &str) -> KbResult<String> {
+    let t = pkm_markdown::tags::normalize(tag);
+    if t.is_empty() {
+        return Err(KbError::invalid("tag is empty once its leading '#' is removed"));
+    }
+    Ok(t)
+}
+
+fn existing_text<'a>(current: &'a crate::write::Current, path: &VaultPath) -> KbResult<&'a str> {
+    if current.bytes.is_none() {
+        return Err(KbError::not_found(path.as_str()));
+    }
+    current.text().ok_or_else(|| KbError::invalid(format!("Note is not valid UTF-8 text: {path}")).with_note(path.as_str()))
+}
+
+fn edit_error(e: impl std::fmt::Display, path: &VaultPath) -> KbError {
+    KbError::new(ErrorKind::InvalidArgs, format!("cannot edit the tags of {path}: {e}"))
+        .with_note(path.as_str())
+        .with_hint("Fix the note's frontmatter YAML, then retry.")
+}
+
+/// Adds a tag to the note's frontmatter `tags` with the smallest text edit; a note that already
+/// has it (in frontmatter or as an inline `#tag`) is left untouched (`applied: 0`).
+pub fn add_tag(app: &App, path: &VaultPath, tag: &str) -> KbResult<TagOperationResult> {
+    let tag = tag_of(tag)?;
+    let (_, applied) = app.mutate(path, None, |current| {
+        let text = existing_text(current, path)?;
+        match pkm_markdown::tags::add_tag(text, &tag).map_err(|e| edit_error(e, path))? {
+            Some(new) => Ok((Change::Write(new), 1)),
+            None => Ok((Change::Keep, 0)),
+        }
+    })?;
+    Ok(TagOperationResult { path: path.as_str().to_owned(), success: true, tag, action: "add", applied })
+}
+
+/// Removes a tag from frontmatter and every inline `#tag`; `applied` counts the removals.
+pub fn remove_tag(app: &App, path: &VaultPath, tag: &str) -> KbResult<TagOperationResult> {
+    let tag = tag_of(tag)?;
+    let (_, applied) = app.mutate(path, None, |current| {
+        let text = existing_text(current, path)?;
+        let (new, applied) = pkm_markdown::tags::remove_tag(text, &tag).map_err(|e| edit_error(e, path))?;
+        Ok((if applied == 0 { Change::Keep } else { Change::Write(new) }, applied))
+    })?;
+    Ok(TagOperationResult { path: path.as_str().to_owned(), success: true, tag, action: "remove", applied })
+}

@@ -1,0 +1,212 @@
+//! The DTOs of contract §4 and §5: what the desktop frontend and the MCP server both receive.
+//! Field names are the contract's; `serde` derives live here and nowhere below this crate.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// `MCP_RESPONSE_MAX` of contract §11: the serialized size of one response object.
+pub const RESPONSE_MAX_BYTES: usize = 1024 * 1024;
+
+/// Contract §4.1: the full content model of a note.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct NoteDocument {
+    pub path: String,
+    pub slug: String,
+    pub title: String,
+    /// The note's full text exactly as on disk, frontmatter included.
+    pub content: String,
+    /// The frontmatter parsed as YAML; `{}` when the note has none.
+    pub frontmatter: Value,
+    pub links: Vec<LinkDto>,
+    pub tags: Vec<String>,
+    pub block_count: u64,
+    pub modified_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LinkDto {
+    pub target: String,
+    pub block_id: Option<String>,
+    /// Byte offset of the link in `content`.
+    pub position: usize,
+}
+
+/// Contract §4.2: the editor's block.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BlockDto {
+    pub id: String,
+    pub content: String,
+    pub parent_id: Option<String>,
+    pub left_id: Option<String>,
+    pub properties: serde_json::Map<String, Value>,
+    pub marker: Option<String>,
+    pub priority: Option<String>,
+    pub collapsed: bool,
+    pub heading_level: Option<u8>,
+}
+
+/// One row of `kb_list_pages`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PageSummary {
+    pub path: String,
+    pub slug: String,
+    pub title: String,
+    pub block_count: u64,
+    pub modified_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PageList {
+    pub pages: Vec<PageSummary>,
+    pub next_cursor: Option<String>,
+}
+
+/// Contract §4.3.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SearchHit {
+    pub block_id: String,
+    pub content: String,
+    pub page_path: String,
+    pub snippet: String,
+    pub score: f32,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SearchResults {
+    pub results: Vec<SearchHit>,
+    pub total: usize,
+    pub next_offset: Option<usize>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AutocompleteItem {
+    pub text: String,
+    pub kind: &'static str,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AutocompleteResult {
+    pub items: Vec<AutocompleteItem>,
+}
+
+/// Contract §4.4.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Backlink {
+    pub source_id: String,
+    pub source_page: String,
+    pub context: String,
+    pub is_linked: bool,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BacklinkList {
+    pub backlinks: Vec<Backlink>,
+}
+
+/// Contract §4.5.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct GraphNode {
+    pub id: String,
+    pub title: String,
+    pub path: String,
+    pub tags: Vec<String>,
+    pub degree: usize,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct GraphEdge {
+    pub source: String,
+    pub target: String,
+    pub label: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct GraphData {
+    pub nodes: Vec<GraphNode>,
+    pub edges: Vec<GraphEdge>,
+    pub node_count: usize,
+    pub edge_count: usize,
+    pub vault_path: String,
+    /// True when the response was cut to fit `MCP_RESPONSE_MAX`; ask for a smaller `depth` or a
+    /// `path` neighbourhood to see the rest.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ResolvedPage {
+    pub path: String,
+    pub slug: String,
+    pub title: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ResolveResult {
+    pub resolved: Option<ResolvedPage>,
+    pub unresolved: bool,
+}
+
+/// Contract §4.6.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct VaultInfo {
+    pub vault_path: String,
+    pub page_count: u64,
+    pub block_count: u64,
+    pub index_fresh: bool,
+    pub last_indexed_at: Option<String>,
+}
+
+/// Contract §4.7.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TagOperationResult {
+    pub path: String,
+    pub success: bool,
+    pub tag: String,
+    pub action: &'static str,
+    pub applied: usize,
+}
+
+/// Contract §4.8.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct IndexStatus {
+    pub index_fresh: bool,
+    pub indexed_pages: u64,
+    pub total_pages: u64,
+    pub indexed_blocks: u64,
+    pub last_indexed_at: Option<String>,
+}
+
+/// `kb_delete_page` answers `{}`.
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct Empty {}
+
+/// How many leading `items` fit in `budget` bytes of JSON (with one byte of separator each),
+/// always at least one when there is one, so that a continuation makes progress.
+pub fn fit_to_budget<T: Serialize>(items: &[T], budget: usize) -> usize {
+    let mut used = 0usize;
+    for (i, item) in items.iter().enumerate() {
+        used += serde_json::to_vec(item).map(|v| v.len()).unwrap_or(usize::MAX / 2) + 1;
+        if used > budget && i > 0 {
+            return i;
+        }
+    }
+    items.len()
+}
+
+/// The budget left for a result list once the envelope around it is counted generously.
+pub const LIST_BUDGET_BYTES: usize = RESPONSE_MAX_BYTES - 4 * 1024;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_cuts_lists_but_keeps_one() {
+        let items = vec!["x".repeat(100); 10];
+        assert_eq!(fit_to_budget(&items, 10_000), 10);
+        assert_eq!(fit_to_budget(&items, 350), 3);
+        assert_eq!(fit_to_budget(&items, 5), 1);
+        assert_eq!(fit_to_budget::<String>(&[], 5), 0);
+    }
+}

@@ -1,0 +1,18 @@
+//! The command surface of the Stratum desktop app, as a plain library: the functions the desktop
+//! shell and `pkm-mcp` both call. Business logic lives here once; the doors above it only
+//! validate, call one command and shape the answer.
+//!
+//! Architecture invariant: nothing here knows MCP or JSON-RPC; every path argument is a
+//! `VaultPath`.
+
+pub mod app;
+pub mod commands;
+mod convert;
+pub mod dto;
+pub mod hooks;
+mod resolver;
+pub mod scan;
+pub mod write;
+
+pub use app::{App, AppConfig};
+pub use hooks::SaveHooks;

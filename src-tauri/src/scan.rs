@@ -1,0 +1,228 @@
+//! The vault scan: the first build and every incremental refresh of the store and the index
+//! from the files, which are always the source of truth.
+//!
+//! Files are listed and compared with the store's fingerprints (mtime, size, then content hash);
+//! changed ones are read and parsed on every core; the store and the index are then updated in
+//! chunks under the write lock, re-checking each file so that a save that raced the scan is
+//! never overwritten by the older text the scan read.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::SystemTime;
+
+use pkm_core::{KbError, KbResult, VaultPath};
+use rayon::prelude::*;
+
+use crate::app::App;
+use crate::convert::{Prepared, prepare};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanMode {
+    /// Refresh pages whose files changed; drop pages whose files are gone.
+    Incremental,
+    /// Re-read every file and rebuild the index from scratch, exclusively.
+    Rebuild,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct ScanReport {
+    /// Markdown files found.
+    pub scanned: usize,
+    /// Pages (re)written to the store and index.
+    pub updated: usize,
+    /// Pages dropped because their file is gone.
+    pub removed: usize,
+    /// Files passed over, with the reason (unreadable, not UTF-8).
+    pub skipped: Vec<(String, String)>,
+}
+
+/// Pages per store transaction and index batch.
+const CHUNK: usize = 512;
+
+struct FileFacts {
+    path: VaultPath,
+    abs: PathBuf,
+    mtime: SystemTime,
+    size: u64,
+}
+
+fn list_files(app: &App) -> Vec<FileFacts> {
+    let root = app.vault.root();
+    walkdir::WalkDir::new(root)
+        .follow_links(false)
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'))
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+        .filter_map(|e| {
+            let path = VaultPath::from_abs(&app.vault, e.path()).ok()?;
+            let meta = e.metadata().ok()?;
+            Some(FileFacts { path, abs: e.into_path(), mtime: meta.modified().ok()?, size: meta.len() })
+        })
+        .collect()
+}
+
+enum Read {
+    Ready(Box<Prepared>),
+    Skipped(String),
+}
+
+fn read_and_prepare(f: &FileFacts) -> Read {
+    match std::fs::read(&f.abs) {
+        Err(e) => Read::Skipped(format!("unreadable: {}", e.kind())),
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Err(_) => Read::Skipped("not valid UTF-8".into()),
+            Ok(text) => Read::Ready(Box::new(prepare(&f.path, &text, f.mtime, f.size))),
+        },
+    }
+}
+
+/// Scans the vault; `progress(done, total)` is called as files are processed.
+pub fn scan(app: &App, mode: ScanMode) -> KbResult<ScanReport> {
+    scan_with_progress(app, mode, &|_, _| {})
+}
+
+pub fn scan_with_progress(app: &App, mode: ScanMode, progress: &(dyn Fn(usize, usize) + Sync)) -> KbResult<ScanReport> {
+    let _exclusive = match mode {
+        ScanMode::Rebuild => Some(app.guard.exclusive(app.config.write_budget).ok_or_else(|| KbError::locked(5))?),
+        ScanMode::Incremental => None,
+    };
+    let _shared = match mode {
+        ScanMode::Incremental => Some(app.guard.shared(app.config.write_budget).ok_or_else(|| KbError::locked(5))?),
+        ScanMode::Rebuild => None,
+    };
+    let files = list_files(app);
+    let known = app.store.fingerprints().map_err(KbError::from)?;
+    let mut report = ScanReport { scanned: files.len(), ..Default::default() };
+
+    let on_disk: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    let gone: Vec<String> = known.keys().filter(|p| !on_disk.contains(p.as_str())).cloned().collect();
+
+    let todo: Vec<&FileFacts> = files
+        .iter()
+        .filter(|f| {
+            mode == ScanMode::Rebuild
+                || match known.get(f.path.as_str()) {
+                    Some((mtime, size, _)) => *mtime != pkm_core::time::to_nanos(f.mtime) || *size != f.size,
+                    None => true,
+                }
+        })
+        .collect();
+    let total = todo.len();
+    if mode == ScanMode::Rebuild {
+        app.index.clear().map_err(KbError::from)?;
+    }
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    for chunk in todo.chunks(CHUNK) {
+        let prepared: Vec<(&FileFacts, Read)> = chunk
+            .par_iter()
+            .map(|f| {
+                let r = read_and_prepare(f);
+                progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+                (*f, r)
+            })
+            .collect();
+        report.updated += apply_chunk(app, prepared, &known, mode, &mut report.skipped)?;
+    }
+
+    if !gone.is_empty() {
+        let _w = app.write_lock.lock();
+        for p in &gone {
+            app.index.delete_page(p).map_err(KbError::from)?;
+        }
+        app.store.delete_pages(&gone).map_err(KbError::from)?;
+        report.removed = gone.len();
+    }
+    app.index.commit().map_err(KbError::from)?;
+    app.index_dirty.store(false, Ordering::Release);
+    app.pages_changed();
+    app.store.set_meta("last_indexed_at", &pkm_core::time::now_rfc3339()).map_err(KbError::from)?;
+    Ok(report)
+}
+
+/// Writes one chunk under the write lock. A file whose mtime or size moved since it was read
+/// is read again here, so that the store never goes back to an older text.
+fn apply_chunk(
+    app: &App,
+    prepared: Vec<(&FileFacts, Read)>,
+    known: &HashMap<String, (i64, u64, String)>,
+    mode: ScanMode,
+    skipped: &mut Vec<(String, String)>,
+) -> KbResult<usize> {
+    let _w = app.write_lock.lock();
+    let mut batch: Vec<Prepared> = Vec::with_capacity(prepared.len());
+    for (facts, read) in prepared {
+        let now = std::fs::metadata(&facts.abs).ok();
+        let moved = now.as_ref().is_some_and(|m| m.len() != facts.size || m.modified().ok() != Some(facts.mtime));
+        let read = if moved {
+            match now.and_then(|m| m.modified().ok().map(|t| (t, m.len()))) {
+                Some((mtime, size)) => read_and_prepare(&FileFacts { mtime, size, path: facts.path.clone(), abs: facts.abs.clone() }),
+                None => continue,
+            }
+        } else {
+            read
+        };
+        match read {
+            Read::Skipped(why) => {
+                tracing::warn!(path = %facts.path, reason = %why, "skipping note");
+                skipped.push((facts.path.to_string(), why));
+            }
+            Read::Ready(p) => {
+                // Same text, new mtime (a touch): refresh the fingerprint in the store only.
+                let same_text = known.get(facts.path.as_str()).is_some_and(|(_, _, h)| *h == p.record.hash);
+                if same_text && mode == ScanMode::Incremental {
+                    app.store.save_page(&p.record, &p.blocks).map_err(KbError::from)?;
+                } else {
+                    batch.push(*p);
+                }
+            }
+        }
+    }
+    let rows: Vec<(pkm_block::PageRecord, Vec<pkm_block::NewBlock>)> =
+        batch.iter().map(|p| (p.record.clone(), p.blocks.clone())).collect();
+    let ids = app.store.save_pages(&rows).map_err(KbError::from)?;
+    for (p, ids) in batch.iter().zip(&ids) {
+        app.index.replace_page(p.record.path.as_str(), &p.index_docs(ids)).map_err(KbError::from)?;
+    }
+    Ok(batch.len())
+}
+
+/// Brings one note's store and index entries up to date with its file (or drops them when the
+/// file is gone). Used for a stale read and by the watcher. Returns whether anything changed.
+pub fn sync_one(app: &App, path: &VaultPath) -> KbResult<bool> {
+    let _shared = app.guard.shared(app.config.write_budget).ok_or_else(|| KbError::locked(5))?;
+    let _w = app.write_lock.lock();
+    let abs = app.vault.abs(path);
+    let known = app.store.get_page(path).map_err(KbError::from)?;
+    let meta = match std::fs::metadata(&abs) {
+        Ok(m) if m.is_file() => m,
+        _ => {
+            if known.is_none() {
+                return Ok(false);
+            }
+            app.store.delete_page(path).map_err(KbError::from)?;
+            app.index.delete_page(path.as_str()).and_then(|_| app.index.commit()).map_err(KbError::from)?;
+            app.pages_changed();
+            return Ok(true);
+        }
+    };
+    let mtime = meta.modified().map_err(|_| KbError::external("reading a note's mtime"))?;
+    let facts = FileFacts { path: path.clone(), abs, mtime, size: meta.len() };
+    let p = match read_and_prepare(&facts) {
+        Read::Ready(p) => p,
+        Read::Skipped(why) => {
+            tracing::warn!(path = %path, reason = %why, "skipping note");
+            return Ok(false);
+        }
+    };
+    if known.as_ref().is_some_and(|k| k.hash == p.record.hash && k.mtime_ns == p.record.mtime_ns) {
+        return Ok(false);
+    }
+    let ids = app.store.save_page(&p.record, &p.blocks).map_err(KbError::from)?;
+    app.index.replace_page(path.as_str(), &p.index_docs(&ids)).and_then(|_| app.index.commit()).map_err(KbError::from)?;
+    if known.is_none_or(|k| k.title != p.record.title || k.aliases != p.record.aliases) {
+        app.pages_changed();
+    }
+    Ok(true)
+}

@@ -1,0 +1,282 @@
+//! The one write path (DESIGN.md "Write path"), used by every mutating command:
+//!
+//! validate → shared IndexingGuard (a rebuild excludes writers) → vault write lock →
+//! `expected_modified` check (mismatch = Conflict, zero mutation) → temp file in the same folder
+//! + fsync + rename + fsync of the folder → SQLite transaction → index commit (read-your-writes)
+//! → own-save record for the watcher → hooks, after the lock is released.
+//!
+//! If the transaction fails, the previous file (bytes and mtime) is put back, so the file and the
+//! store never disagree. An index failure leaves file and store correct and marks the index
+//! stale until the next reindex: the index is a cache of the notes.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, SystemTime};
+
+use pkm_core::{ErrorKind, KbError, KbResult, VaultPath, time};
+
+use crate::app::App;
+use crate::convert::{Prepared, prepare};
+
+/// The steps of a save at which a failure can be injected (see [`App::set_fault_injector`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    TempCreate,
+    TempWrite,
+    TempSync,
+    Rename,
+    DirSync,
+    StoreTransaction,
+    IndexCommit,
+    Remove,
+}
+
+pub type FaultInjector = Arc<dyn Fn(Step) -> std::io::Result<()> + Send + Sync>;
+
+/// What a mutation does with the note it was shown.
+pub(crate) enum Change {
+    Write(String),
+    Delete,
+    Keep,
+}
+
+/// The note as it is on disk when the write lock is taken.
+pub(crate) struct Current {
+    pub bytes: Option<Vec<u8>>,
+    pub mtime: Option<SystemTime>,
+}
+
+impl Current {
+    pub fn text(&self) -> Option<&str> {
+        self.bytes.as_deref().and_then(|b| std::str::from_utf8(b).ok())
+    }
+}
+
+/// What the write left behind.
+pub(crate) enum Outcome {
+    Written(Box<Prepared>, Vec<String>),
+    Deleted,
+    Unchanged,
+}
+
+fn io_error(what: &str, path: &VaultPath, e: &std::io::Error) -> KbError {
+    tracing::error!(note = %path, error = %e, "{what} failed");
+    let msg = match e.kind() {
+        std::io::ErrorKind::PermissionDenied => format!("{what} failed: permission denied"),
+        std::io::ErrorKind::StorageFull => format!("{what} failed: the disk is full"),
+        _ => format!("{what} failed"),
+    };
+    KbError::new(ErrorKind::External, msg)
+        .with_note(path.as_str())
+        .with_hint("The note was left as it was before this call. Fix the cause and retry.")
+}
+
+impl App {
+    /// Installs a hook that may fail any step of a save. For fault-injection tests only.
+    pub fn set_fault_injector(&self, injector: Option<FaultInjector>) {
+        *self.faults.write() = injector;
+    }
+
+    fn step(&self, s: Step) -> std::io::Result<()> {
+        match self.faults.read().as_ref() {
+            Some(f) => f(s),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes `bytes` to `abs` atomically: a temp file beside it, fsynced, renamed over it, and
+    /// the folder fsynced. The new mtime is `exact` when given, else strictly after
+    /// `not_before`, so that `modified_at` changes on every write even within one clock tick.
+    fn atomic_write(&self, abs: &Path, bytes: &[u8], not_before: Option<SystemTime>, exact: Option<SystemTime>) -> std::io::Result<SystemTime> {
+        let dir = abs.parent().ok_or_else(|| std::io::Error::other("note has no folder"))?;
+        std::fs::create_dir_all(dir)?;
+        let name = abs.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        // A dot-name: scans and listings never take a temp file for a note.
+        let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+        let result = (|| {
+            self.step(Step::TempCreate)?;
+            let mut f = File::options().write(true).create_new(true).open(&tmp)?;
+            self.step(Step::TempWrite)?;
+            f.write_all(bytes)?;
+            let written = f.metadata()?.modified()?;
+            let target = match (exact, not_before) {
+                (Some(t), _) => Some(t),
+                (None, Some(prev)) if written <= prev => Some(prev + Duration::from_nanos(1000)),
+                _ => None,
+            };
+            if let Some(t) = target {
+                f.set_modified(t)?;
+            }
+            self.step(Step::TempSync)?;
+            f.sync_all()?;
+            drop(f);
+            self.step(Step::Rename)?;
+            std::fs::rename(&tmp, abs)?;
+            Ok(())
+        })();
+        if let Err(e) = result {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        self.step(Step::DirSync)?;
+        sync_dir(dir)?;
+        std::fs::metadata(abs)?.modified()
+    }
+
+    /// Puts the previous state of a note back after a failed transaction.
+    fn restore(&self, path: &VaultPath, abs: &Path, before: &Current) {
+        let outcome = match (&before.bytes, before.mtime) {
+            (Some(bytes), mtime) => self.atomic_write(abs, bytes, None, mtime).map(|_| ()),
+            (None, _) => std::fs::remove_file(abs).and_then(|_| abs.parent().map(sync_dir).unwrap_or(Ok(()))),
+        };
+        if let Err(e) = outcome {
+            tracing::error!(note = %path, error = %e, "could not restore the note after a failed save");
+        }
+    }
+
+    /// The one write path. `f` sees the note as it is under the lock and decides the change.
+    pub(crate) fn mutate<T>(
+        &self,
+        path: &VaultPath,
+        expected_modified: Option<&str>,
+        f: impl FnOnce(&Current) -> KbResult<(Change, T)>,
+    ) -> KbResult<(Outcome, T)> {
+        let expected = match expected_modified {
+            None => None,
+            Some(s) => Some(time::parse_rfc3339(s).ok_or_else(|| {
+                KbError::invalid(format!("expected_modified is not an RFC 3339 timestamp: {s:?}"))
+                    .with_hint("Pass the modified_at string a previous kb_get_page returned.")
+            })?),
+        };
+        let _shared = self
+            .guard
+            .shared(self.config.write_budget)
+            .ok_or_else(|| KbError::locked(self.config.write_budget.as_secs().max(1)))?;
+        let _lock = self.write_lock.lock();
+        let abs = self.vault.abs(path);
+
+        let current = match std::fs::read(&abs) {
+            Ok(bytes) => Current { mtime: std::fs::metadata(&abs).and_then(|m| m.modified()).ok(), bytes: Some(bytes) },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Current { bytes: None, mtime: None },
+            Err(e) => return Err(io_error("reading the note", path, &e)),
+        };
+        if let Some(exp) = expected {
+            if current.mtime != Some(exp) {
+                let shown = current.mtime.map(time::to_rfc3339).unwrap_or_else(|| "deleted".into());
+                return Err(KbError::new(
+                    ErrorKind::Conflict,
+                    format!("Note changed since {}: now {shown}", time::to_rfc3339(exp)),
+                )
+                .with_note(path.as_str())
+                .with_hint("Read it again with kb_get_page, merge, and write with the new modified_at."));
+            }
+        }
+
+        let (change, extra) = f(&current)?;
+        let outcome = match change {
+            Change::Keep => Outcome::Unchanged,
+            Change::Write(text) => {
+                let mut prepared = prepare(path, &text, SystemTime::now(), text.len() as u64);
+                if let Some(why) = &prepared.frontmatter_error {
+                    return Err(KbError::invalid(format!("frontmatter is not valid YAML: {why}"))
+                        .with_note(path.as_str())
+                        .with_hint("Fix the YAML between the --- fences, or remove them."));
+                }
+                let mtime = self
+                    .atomic_write(&abs, text.as_bytes(), current.mtime, None)
+                    .map_err(|e| io_error("writing the note", path, &e))?;
+                prepared.record.mtime_ns = time::to_nanos(mtime);
+                prepared.record.modified_at = time::to_rfc3339(mtime);
+                let old_row = self.store.get_page(path).ok().flatten();
+                let saved = self
+                    .step(Step::StoreTransaction)
+                    .map_err(|e| KbError::external(&format!("store transaction: {e}")))
+                    .and_then(|_| self.store.save_page(&prepared.record, &prepared.blocks).map_err(KbError::from));
+                let ids = match saved {
+                    Ok(ids) => ids,
+                    Err(e) => {
+                        tracing::error!(note = %path, error = %e, "store transaction failed; restoring the note");
+                        self.restore(path, &abs, &current);
+                        return Err(KbError::external("saving the note to the store")
+                            .with_note(path.as_str())
+                            .with_hint("The note was left as it was before this call. Retry; if it persists, check the server log."));
+                    }
+                };
+                let renamed = old_row.as_ref().is_none_or(|r| r.title != prepared.record.title || r.aliases != prepared.record.aliases);
+                if renamed {
+                    self.pages_changed();
+                }
+                let indexed = self
+                    .step(Step::IndexCommit)
+                    .map_err(|e| e.to_string())
+                    .and_then(|_| {
+                        self.index
+                            .replace_page(path.as_str(), &prepared.index_docs(&ids))
+                            .and_then(|_| self.index.commit())
+                            .map_err(|e| e.to_string())
+                    });
+                if let Err(e) = indexed {
+                    tracing::error!(note = %path, error = %e, "index refresh failed; index marked stale");
+                    self.index_dirty.store(true, Ordering::Release);
+                }
+                self.own_saves.lock().insert(path.as_str().to_owned(), prepared.record.hash.clone());
+                Outcome::Written(Box::new(prepared), ids)
+            }
+            Change::Delete => {
+                if current.bytes.is_none() {
+                    return Err(KbError::not_found(path.as_str()));
+                }
+                self.step(Step::Remove).and_then(|_| std::fs::remove_file(&abs)).map_err(|e| io_error("deleting the note", path, &e))?;
+                if let Some(dir) = abs.parent() {
+                    let _ = sync_dir(dir);
+                }
+                let removed = self
+                    .step(Step::StoreTransaction)
+                    .map_err(|e| KbError::external(&format!("store transaction: {e}")))
+                    .and_then(|_| self.store.delete_page(path).map_err(KbError::from));
+                if let Err(e) = removed {
+                    tracing::error!(note = %path, error = %e, "store transaction failed; restoring the note");
+                    self.restore(path, &abs, &current);
+                    return Err(KbError::external("deleting the note from the store").with_note(path.as_str()));
+                }
+                self.pages_changed();
+                if let Err(e) = self.index.delete_page(path.as_str()).and_then(|_| self.index.commit()) {
+                    tracing::error!(note = %path, error = %e, "index refresh failed; index marked stale");
+                    self.index_dirty.store(true, Ordering::Release);
+                }
+                self.own_saves.lock().insert(path.as_str().to_owned(), String::new());
+                Outcome::Deleted
+            }
+        };
+        drop(_lock);
+        self.dispatch_hooks(path, &outcome);
+        Ok((outcome, extra))
+    }
+
+    fn dispatch_hooks(&self, path: &VaultPath, outcome: &Outcome) {
+        let hooks = self.hooks.read().clone();
+        for h in hooks {
+            match outcome {
+                Outcome::Written(p, _) => {
+                    h.on_save(path.as_str());
+                    h.on_link(path.as_str(), &p.link_targets());
+                }
+                Outcome::Deleted => h.on_delete(path.as_str()),
+                Outcome::Unchanged => {}
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> std::io::Result<()> {
+    Ok(())
+}
