@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -47,14 +47,56 @@ pub struct App {
     ready_cv: Condvar,
     /// Changes seen by the watcher and not yet applied.
     pub(crate) pending: AtomicU64,
-    /// Set when an index commit failed after a save: the index lags until the next reindex.
-    pub(crate) index_dirty: AtomicBool,
+    /// Notes whose index entries failed to update after a save or delete: the index lags for
+    /// them until the next reindex, which re-indexes exactly these.
+    pub(crate) index_lag: Mutex<std::collections::HashSet<String>>,
     /// Bumped whenever the set of pages or their names may change; invalidates `resolver`.
     pub(crate) generation: AtomicU64,
     resolver: Mutex<Option<(u64, Arc<Resolver>)>>,
     pub(crate) config: AppConfig,
     /// Test seam: fails chosen steps of a save (see `write::Step`).
     pub(crate) faults: RwLock<Option<crate::write::FaultInjector>>,
+    /// `.pkm/write.lock`, held with an OS advisory lock for the life of this `App`: one process
+    /// writes a vault at a time (the kernel drops the lock when the process dies).
+    _process_lock: std::fs::File,
+}
+
+/// Takes the vault's cross-process write lock, or explains who holds it.
+fn lock_vault(vault: &Vault) -> KbResult<std::fs::File> {
+    let path = vault.write_lock_path();
+    let file = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| {
+            tracing::error!(error = %e, "cannot open the vault lock file");
+            KbError::external("opening .pkm/write.lock")
+        })?;
+    match file.try_lock() {
+        Ok(()) => {
+            use std::io::Write;
+            let mut f = &file;
+            let _ = f.set_len(0);
+            let _ = writeln!(f, "{}", std::process::id());
+            Ok(file)
+        }
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            let mut e = KbError::locked(5);
+            e.message = format!(
+                "another stratum-mcp process{} is serving this vault; one process writes a vault at a time",
+                holder.trim().parse::<u32>().map(|pid| format!(" (pid {pid})")).unwrap_or_default()
+            );
+            e.hint = Some("Stop the other process, or connect to it (over --http) instead of starting a second server.".into());
+            Err(e)
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            tracing::error!(error = %e, "cannot lock the vault");
+            Err(KbError::external("locking .pkm/write.lock"))
+        }
+    }
 }
 
 impl App {
@@ -62,6 +104,7 @@ impl App {
     /// corrupt or of another schema (it is a cache of the notes). Does not scan: call
     /// [`App::warm_up`] or [`crate::scan::scan`].
     pub fn open(vault: Vault, config: AppConfig) -> KbResult<Arc<App>> {
+        let process_lock = lock_vault(&vault)?;
         let store = BlockStore::open(&vault.db_path()).map_err(|e| {
             tracing::error!(error = %e, "cannot open the block store");
             KbError::from(e)
@@ -87,16 +130,22 @@ impl App {
             ready: Mutex::new(false),
             ready_cv: Condvar::new(),
             pending: AtomicU64::new(0),
-            index_dirty: AtomicBool::new(false),
+            index_lag: Mutex::new(std::collections::HashSet::new()),
             generation: AtomicU64::new(0),
             resolver: Mutex::new(None),
             config,
             faults: RwLock::new(None),
+            _process_lock: process_lock,
         }))
     }
 
     pub fn vault(&self) -> &Vault {
         &self.vault
+    }
+
+    /// The rebuild lock: exclusive during `kb_reindex rebuild`, shared by every write.
+    pub fn indexing_guard(&self) -> &IndexingGuard {
+        &self.guard
     }
 
     pub fn add_hooks(&self, hooks: Arc<dyn SaveHooks>) {
@@ -178,7 +227,7 @@ impl App {
     pub fn index_fresh(&self) -> bool {
         self.is_ready()
             && self.pending.load(Ordering::Acquire) == 0
-            && !self.index_dirty.load(Ordering::Acquire)
+            && self.index_lag.lock().is_empty()
             && !self.guard.is_rebuilding()
     }
 }

@@ -12,6 +12,7 @@ pub mod dto;
 pub mod hooks;
 mod resolver;
 pub mod scan;
+pub mod watcher;
 pub mod write;
 
 pub use app::{App, AppConfig};

@@ -47,14 +47,35 @@ struct FileFacts {
     size: u64,
 }
 
+/// Whether `name` is one of the write path's temp files (`.<note>.<32 hex>.tmp`).
+fn is_write_temp(name: &str) -> bool {
+    name.starts_with('.')
+        && name
+            .strip_suffix(".tmp")
+            .and_then(|s| s.rsplit_once('.'))
+            .is_some_and(|(_, hex)| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 fn list_files(app: &App) -> Vec<FileFacts> {
     let root = app.vault.root();
     walkdir::WalkDir::new(root)
         .follow_links(false)
         .into_iter()
-        .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'))
+        .filter_entry(|e| e.depth() == 0 || !e.file_type().is_dir() || !e.file_name().to_string_lossy().starts_with('.'))
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_file())
+        .filter(|e| {
+            // A temp file left by a process that died mid-save: this process holds the vault
+            // lock, so nobody is writing it any more.
+            let name = e.file_name().to_string_lossy();
+            if is_write_temp(&name) {
+                if let Err(err) = std::fs::remove_file(e.path()) {
+                    tracing::warn!(error = %err, "cannot remove a stale temp file");
+                }
+                return false;
+            }
+            !name.starts_with('.')
+        })
         .filter_map(|e| {
             let path = VaultPath::from_abs(&app.vault, e.path()).ok()?;
             let meta = e.metadata().ok()?;
@@ -99,10 +120,12 @@ pub fn scan_with_progress(app: &App, mode: ScanMode, progress: &(dyn Fn(usize, u
     let on_disk: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
     let gone: Vec<String> = known.keys().filter(|p| !on_disk.contains(p.as_str())).cloned().collect();
 
+    let lagging: HashSet<String> = app.index_lag.lock().clone();
     let todo: Vec<&FileFacts> = files
         .iter()
         .filter(|f| {
             mode == ScanMode::Rebuild
+                || lagging.contains(f.path.as_str())
                 || match known.get(f.path.as_str()) {
                     Some((mtime, size, _)) => *mtime != pkm_core::time::to_nanos(f.mtime) || *size != f.size,
                     None => true,
@@ -134,8 +157,12 @@ pub fn scan_with_progress(app: &App, mode: ScanMode, progress: &(dyn Fn(usize, u
         app.store.delete_pages(&gone).map_err(KbError::from)?;
         report.removed = gone.len();
     }
+    // Lagging notes whose files are gone still have index entries to drop.
+    for p in lagging.iter().filter(|p| !on_disk.contains(p.as_str())) {
+        app.index.delete_page(p).map_err(KbError::from)?;
+    }
     app.index.commit().map_err(KbError::from)?;
-    app.index_dirty.store(false, Ordering::Release);
+    app.index_lag.lock().retain(|p| !lagging.contains(p));
     app.pages_changed();
     app.store.set_meta("last_indexed_at", &pkm_core::time::now_rfc3339()).map_err(KbError::from)?;
     Ok(report)
@@ -171,7 +198,7 @@ fn apply_chunk(
             Read::Ready(p) => {
                 // Same text, new mtime (a touch): refresh the fingerprint in the store only.
                 let same_text = known.get(facts.path.as_str()).is_some_and(|(_, _, h)| *h == p.record.hash);
-                if same_text && mode == ScanMode::Incremental {
+                if same_text && mode == ScanMode::Incremental && !app.index_lag.lock().contains(facts.path.as_str()) {
                     app.store.save_page(&p.record, &p.blocks).map_err(KbError::from)?;
                 } else {
                     batch.push(*p);
@@ -225,4 +252,15 @@ pub fn sync_one(app: &App, path: &VaultPath) -> KbResult<bool> {
         app.pages_changed();
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn recognises_only_write_temp_files() {
+        assert!(super::is_write_temp(".note.md.0123456789abcdef0123456789abcdef.tmp"));
+        assert!(!super::is_write_temp("note.md.0123456789abcdef0123456789abcdef.tmp"));
+        assert!(!super::is_write_temp(".note.md.tmp"));
+        assert!(!super::is_write_temp(".hidden.md"));
+    }
 }

@@ -185,9 +185,17 @@ impl App {
                         .with_note(path.as_str())
                         .with_hint("Fix the YAML between the --- fences, or remove them."));
                 }
-                let mtime = self
-                    .atomic_write(&abs, text.as_bytes(), current.mtime, None)
-                    .map_err(|e| io_error("writing the note", path, &e))?;
+                let mtime = match self.atomic_write(&abs, text.as_bytes(), current.mtime, None) {
+                    Ok(mtime) => mtime,
+                    Err(e) => {
+                        // A failure after the rename (the folder fsync) leaves the new text in
+                        // place while the store still has the old: put the old one back.
+                        if std::fs::read(&abs).ok() != current.bytes {
+                            self.restore(path, &abs, &current);
+                        }
+                        return Err(io_error("writing the note", path, &e));
+                    }
+                };
                 prepared.record.mtime_ns = time::to_nanos(mtime);
                 prepared.record.modified_at = time::to_rfc3339(mtime);
                 let old_row = self.store.get_page(path).ok().flatten();
@@ -220,7 +228,7 @@ impl App {
                     });
                 if let Err(e) = indexed {
                     tracing::error!(note = %path, error = %e, "index refresh failed; index marked stale");
-                    self.index_dirty.store(true, Ordering::Release);
+                    self.index_lag.lock().insert(path.as_str().to_owned());
                 }
                 self.own_saves.lock().insert(path.as_str().to_owned(), prepared.record.hash.clone());
                 Outcome::Written(Box::new(prepared), ids)
@@ -245,7 +253,7 @@ impl App {
                 self.pages_changed();
                 if let Err(e) = self.index.delete_page(path.as_str()).and_then(|_| self.index.commit()) {
                     tracing::error!(note = %path, error = %e, "index refresh failed; index marked stale");
-                    self.index_dirty.store(true, Ordering::Release);
+                    self.index_lag.lock().insert(path.as_str().to_owned());
                 }
                 self.own_saves.lock().insert(path.as_str().to_owned(), String::new());
                 Outcome::Deleted

@@ -28,7 +28,9 @@ pub enum StoreError {
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
         match e.sqlite_error_code() {
-            Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => StoreError::Corrupt(e.to_string()),
+            Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
+                StoreError::Corrupt(e.to_string())
+            }
             _ => StoreError::Sqlite(e),
         }
     }

@@ -11,9 +11,9 @@ use crate::model::{PageRow, StoredBlock, StoredLink};
 macro_rules! page_select {
     () => {
         "SELECT p.path, p.title, p.frontmatter_json,
-                (SELECT json_group_array(a.alias ORDER BY a.ord) FROM page_aliases a WHERE a.page_path = p.path),
-                (SELECT json_group_array(t.tag ORDER BY t.ord) FROM page_tags t WHERE t.page_path = p.path),
-                (SELECT COUNT(*) FROM blocks b WHERE b.page_path = p.path),
+                (SELECT json_group_array(a.alias ORDER BY a.ord) FROM page_aliases a WHERE a.page_id = p.id),
+                (SELECT json_group_array(t.tag ORDER BY t.ord) FROM page_tags t WHERE t.page_id = p.id),
+                (SELECT COUNT(*) FROM blocks b WHERE b.page_id = p.id),
                 p.mtime_ns, p.size, p.hash, p.modified_at
          FROM pages p "
     };
@@ -21,16 +21,16 @@ macro_rules! page_select {
 
 macro_rules! block_select {
     () => {
-        "SELECT b.id, b.page_path, b.parent_id, b.left_id, b.ord, b.content, b.properties_json,
+        "SELECT b.id, p.path, b.parent_id, b.left_id, b.ord, b.content, b.properties_json,
                 b.marker, b.priority, b.collapsed, b.heading_level
-         FROM blocks b "
+         FROM blocks b JOIN pages p ON p.id = b.page_id "
     };
 }
 
 macro_rules! link_select {
     () => {
-        "SELECT l.block_id, l.source_page, l.target, l.target_key, l.alias, l.position, l.embed
-         FROM links l JOIN blocks b ON b.id = l.block_id "
+        "SELECT l.block_id, p.path, l.target, l.target_key, l.alias, l.position, l.embed
+         FROM links l JOIN pages p ON p.id = l.page_id "
     };
 }
 
@@ -97,7 +97,8 @@ fn link_row(row: &Row<'_>) -> rusqlite::Result<StoredLink> {
         target: row.get(2)?,
         target_key: row.get(3)?,
         alias: row.get(4)?,
-        position: usize::try_from(position).map_err(|_| bad_data(5, format!("position {position}")))?,
+        position: usize::try_from(position)
+            .map_err(|_| bad_data(5, format!("position {position}")))?,
         embed: row.get(6)?,
     })
 }
@@ -112,7 +113,7 @@ pub(crate) fn page(c: &Connection, path: &str) -> Result<Option<PageRow>, StoreE
 }
 
 pub(crate) fn blocks_of_page(c: &Connection, path: &str) -> Result<Vec<StoredBlock>, StoreError> {
-    let mut st = c.prepare_cached(concat!(block_select!(), "WHERE b.page_path = ?1 ORDER BY b.seq"))?;
+    let mut st = c.prepare_cached(concat!(block_select!(), "WHERE p.path = ?1 ORDER BY b.seq"))?;
     let rows = st.query_map([path], block_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -123,13 +124,16 @@ pub(crate) fn block(c: &Connection, id: &str) -> Result<Option<StoredBlock>, Sto
 }
 
 pub(crate) fn links_of_page(c: &Connection, path: &str) -> Result<Vec<StoredLink>, StoreError> {
-    let mut st = c.prepare_cached(concat!(link_select!(), "WHERE l.source_page = ?1 ORDER BY b.seq, l.position"))?;
+    let mut st = c.prepare_cached(concat!(
+        link_select!(),
+        "WHERE p.path = ?1 ORDER BY l.seq, l.n"
+    ))?;
     let rows = st.query_map([path], link_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
 pub(crate) fn all_links(c: &Connection) -> Result<Vec<StoredLink>, StoreError> {
-    let mut st = c.prepare_cached(concat!(link_select!(), "ORDER BY l.source_page, b.seq, l.position"))?;
+    let mut st = c.prepare_cached(concat!(link_select!(), "ORDER BY p.path, l.seq, l.n"))?;
     let rows = st.query_map([], link_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -137,39 +141,65 @@ pub(crate) fn all_links(c: &Connection) -> Result<Vec<StoredLink>, StoreError> {
 /// Keys per query: well under SQLite's limit on bound parameters.
 const KEYS_PER_QUERY: usize = 200;
 
-pub(crate) fn links_to_keys(c: &Connection, keys: &[String]) -> Result<Vec<(StoredLink, String)>, StoreError> {
+pub(crate) fn links_to_keys(
+    c: &Connection,
+    keys: &[String],
+) -> Result<Vec<(StoredLink, String)>, StoreError> {
     let mut seen = HashSet::new();
-    let keys: Vec<&str> = keys.iter().map(String::as_str).filter(|k| seen.insert(*k)).collect();
-    let mut out: Vec<(String, i64, usize, StoredLink, String)> = Vec::new();
+    let keys: Vec<&str> = keys
+        .iter()
+        .map(String::as_str)
+        .filter(|k| seen.insert(*k))
+        .collect();
+    let mut out: Vec<(String, i64, i64, StoredLink, String)> = Vec::new();
     for chunk in keys.chunks(KEYS_PER_QUERY) {
         let marks = vec!["?"; chunk.len()].join(", ");
         let sql = format!(
-            "SELECT l.block_id, l.source_page, l.target, l.target_key, l.alias, l.position, l.embed,
-                    b.content, b.seq
-             FROM links l JOIN blocks b ON b.id = l.block_id
+            "SELECT l.block_id, p.path, l.target, l.target_key, l.alias, l.position, l.embed,
+                    b.content, l.seq, l.n
+             FROM links l
+             JOIN pages p ON p.id = l.page_id
+             JOIN blocks b ON b.page_id = l.page_id AND b.seq = l.seq
              WHERE l.target_key IN ({marks})"
         );
-        let mut st = c.prepare(&sql)?;
+        // Cached too: callers pass a page's few candidate names, so only a few sizes occur.
+        let mut st = c.prepare_cached(&sql)?;
         let rows = st.query_map(rusqlite::params_from_iter(chunk.iter()), |r| {
             let link = link_row(r)?;
             let content: String = r.get(7)?;
-            let seq: i64 = r.get(8)?;
-            Ok((link.source_page.clone(), seq, link.position, link, content))
+            Ok((
+                link.source_page.clone(),
+                r.get(8)?,
+                r.get(9)?,
+                link,
+                content,
+            ))
         })?;
         for row in rows {
             out.push(row?);
         }
     }
     out.sort_by(|a, b| (&a.0, a.1, a.2).cmp(&(&b.0, b.1, b.2)));
-    Ok(out.into_iter().map(|(_, _, _, link, content)| (link, content)).collect())
+    Ok(out
+        .into_iter()
+        .map(|(_, _, _, link, content)| (link, content))
+        .collect())
 }
 
-pub(crate) fn list_pages(c: &Connection, after: Option<&str>, limit: usize) -> Result<Vec<PageRow>, StoreError> {
+pub(crate) fn list_pages(
+    c: &Connection,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<Vec<PageRow>, StoreError> {
     let limit = sql_limit(limit);
     let rows = match after {
         Some(after) => {
-            let mut st = c.prepare_cached(concat!(page_select!(), "WHERE p.path > ?1 ORDER BY p.path LIMIT ?2"))?;
-            st.query_map(params![after, limit], page_row)?.collect::<Result<_, _>>()?
+            let mut st = c.prepare_cached(concat!(
+                page_select!(),
+                "WHERE p.path > ?1 ORDER BY p.path LIMIT ?2"
+            ))?;
+            st.query_map(params![after, limit], page_row)?
+                .collect::<Result<_, _>>()?
         }
         None => {
             let mut st = c.prepare_cached(concat!(page_select!(), "ORDER BY p.path LIMIT ?1"))?;
@@ -179,9 +209,13 @@ pub(crate) fn list_pages(c: &Connection, after: Option<&str>, limit: usize) -> R
     Ok(rows)
 }
 
-pub(crate) fn fingerprints(c: &Connection) -> Result<HashMap<String, (i64, u64, String)>, StoreError> {
+pub(crate) fn fingerprints(
+    c: &Connection,
+) -> Result<HashMap<String, (i64, u64, String)>, StoreError> {
     let mut st = c.prepare_cached("SELECT path, mtime_ns, size, hash FROM pages")?;
-    let rows = st.query_map([], |r| Ok((r.get(0)?, (r.get(1)?, unsigned(r, 2)?, r.get(3)?))))?;
+    let rows = st.query_map([], |r| {
+        Ok((r.get(0)?, (r.get(1)?, unsigned(r, 2)?, r.get(3)?)))
+    })?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
@@ -211,18 +245,42 @@ enum Variant {
 
 /// The resolution rules in order. Each binds the lowercased name as ?1 and its variant as ?2.
 const RESOLVE_RULES: [(Variant, &str); 5] = [
-    (Variant::WithMd, concat!(page_select!(), "WHERE p.path_key IN (?1, ?2) ORDER BY length(p.path), p.path LIMIT 1")),
-    (Variant::Exact, concat!(page_select!(), "WHERE p.slug_key = ?1 ORDER BY length(p.path), p.path LIMIT 1")),
-    (Variant::Exact, concat!(page_select!(), "WHERE p.title_key = ?1 ORDER BY length(p.path), p.path LIMIT 1")),
+    (
+        Variant::WithMd,
+        concat!(
+            page_select!(),
+            "WHERE p.path_key IN (?1, ?2) ORDER BY length(p.path), p.path LIMIT 1"
+        ),
+    ),
     (
         Variant::Exact,
         concat!(
             page_select!(),
-            "WHERE p.path IN (SELECT page_path FROM page_aliases WHERE alias_key = ?1)
+            "WHERE p.slug_key = ?1 ORDER BY length(p.path), p.path LIMIT 1"
+        ),
+    ),
+    (
+        Variant::Exact,
+        concat!(
+            page_select!(),
+            "WHERE p.title_key = ?1 ORDER BY length(p.path), p.path LIMIT 1"
+        ),
+    ),
+    (
+        Variant::Exact,
+        concat!(
+            page_select!(),
+            "WHERE p.id IN (SELECT page_id FROM page_aliases WHERE alias_key = ?1)
              ORDER BY length(p.path), p.path LIMIT 1"
         ),
     ),
-    (Variant::WithoutMd, concat!(page_select!(), "WHERE p.stem_key IN (?1, ?2) ORDER BY length(p.path), p.path LIMIT 1")),
+    (
+        Variant::WithoutMd,
+        concat!(
+            page_select!(),
+            "WHERE p.stem_key IN (?1, ?2) ORDER BY length(p.path), p.path LIMIT 1"
+        ),
+    ),
 ];
 
 pub(crate) fn resolve(c: &Connection, target: &str) -> Result<Option<PageRow>, StoreError> {
@@ -235,7 +293,10 @@ pub(crate) fn resolve(c: &Connection, target: &str) -> Result<Option<PageRow>, S
         let found = match variant {
             Variant::Exact => st.query_row([&key], page_row),
             Variant::WithMd => st.query_row([&key, &format!("{key}.md")], page_row),
-            Variant::WithoutMd => st.query_row([key.as_str(), key.strip_suffix(".md").unwrap_or(&key)], page_row),
+            Variant::WithoutMd => st.query_row(
+                [key.as_str(), key.strip_suffix(".md").unwrap_or(&key)],
+                page_row,
+            ),
         }
         .optional()?;
         if found.is_some() {
@@ -246,22 +307,35 @@ pub(crate) fn resolve(c: &Connection, target: &str) -> Result<Option<PageRow>, S
 }
 
 pub(crate) fn pages_with_tag(c: &Connection, tag: &str) -> Result<Vec<String>, StoreError> {
-    let mut st = c.prepare_cached("SELECT page_path FROM page_tags WHERE tag_key = ?1 ORDER BY page_path")?;
+    let mut st = c.prepare_cached("SELECT p.path FROM page_tags t JOIN pages p ON p.id = t.page_id WHERE t.tag_key = ?1 ORDER BY p.path")?;
     let rows = st.query_map([tag.to_lowercase()], |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-pub(crate) fn blocks_with_tag(c: &Connection, tag: &str, limit: usize) -> Result<Vec<StoredBlock>, StoreError> {
+pub(crate) fn blocks_with_tag(
+    c: &Connection,
+    tag: &str,
+    limit: usize,
+) -> Result<Vec<StoredBlock>, StoreError> {
     let mut st = c.prepare_cached(concat!(
         block_select!(),
-        "JOIN block_tags t ON t.block_id = b.id WHERE t.tag_key = ?1 ORDER BY b.page_path, b.seq LIMIT ?2"
+        "JOIN block_tags t ON t.page_id = b.page_id AND t.seq = b.seq WHERE t.tag_key = ?1
+         ORDER BY p.path, b.seq LIMIT ?2"
     ))?;
     let rows = st.query_map(params![tag.to_lowercase(), sql_limit(limit)], block_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
 pub(crate) fn all_tags(c: &Connection) -> Result<Vec<(String, u64)>, StoreError> {
-    let mut st = c.prepare_cached("SELECT MIN(tag), COUNT(*) FROM page_tags GROUP BY tag_key ORDER BY tag_key")?;
+    // One row per tag key, shown in its most common spelling (ties: the smallest).
+    let mut st = c.prepare_cached(
+        "SELECT tag, total FROM (
+             SELECT tag_key, tag,
+                    SUM(COUNT(*)) OVER (PARTITION BY tag_key) AS total,
+                    ROW_NUMBER() OVER (PARTITION BY tag_key ORDER BY COUNT(*) DESC, tag) AS rank
+             FROM page_tags GROUP BY tag_key, tag)
+         WHERE rank = 1 ORDER BY tag_key",
+    )?;
     let rows = st.query_map([], |r| Ok((r.get(0)?, unsigned(r, 1)?)))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }

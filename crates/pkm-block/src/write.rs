@@ -13,7 +13,11 @@ fn to_i64(n: u64, what: &str) -> Result<i64, StoreError> {
 }
 
 /// Replaces one page; returns the block ids in input order.
-pub(crate) fn save_page(tx: &Connection, page: &PageRecord, blocks: &[NewBlock]) -> Result<Vec<String>, StoreError> {
+pub(crate) fn save_page(
+    tx: &Connection,
+    page: &PageRecord,
+    blocks: &[NewBlock],
+) -> Result<Vec<String>, StoreError> {
     let path = page.path.as_str();
     for (i, b) in blocks.iter().enumerate() {
         if let Some(p) = b.parent
@@ -29,7 +33,8 @@ pub(crate) fn save_page(tx: &Connection, page: &PageRecord, blocks: &[NewBlock])
     let old = old_blocks(tx, path)?;
     // The cascade removes the old blocks, links and tags; their ids are free again, and any id
     // still present in `blocks` afterwards belongs to another page.
-    tx.prepare_cached("DELETE FROM pages WHERE path = ?1")?.execute([path])?;
+    tx.prepare_cached("DELETE FROM pages WHERE path = ?1")?
+        .execute([path])?;
     let ids = assign_ids(tx, &old, blocks)?;
 
     tx.prepare_cached(
@@ -50,31 +55,42 @@ pub(crate) fn save_page(tx: &Connection, page: &PageRecord, blocks: &[NewBlock])
         page.hash,
         page.modified_at,
     ])?;
+    let page_id = tx.last_insert_rowid();
 
     {
         let mut st = tx.prepare_cached(
-            "INSERT INTO page_aliases (page_path, ord, alias, alias_key) VALUES (?1, ?2, ?3, ?4)",
+            "INSERT INTO page_aliases (page_id, ord, alias, alias_key) VALUES (?1, ?2, ?3, ?4)",
         )?;
         for (ord, alias) in page.aliases.iter().enumerate() {
-            st.execute(params![path, to_i64(ord as u64, "alias index")?, alias, alias.trim().to_lowercase()])?;
+            st.execute(params![
+                page_id,
+                to_i64(ord as u64, "alias index")?,
+                alias,
+                alias.trim().to_lowercase()
+            ])?;
         }
     }
     {
         // OR IGNORE: a tag given twice (in any case) is stored once, first spelling first.
         let mut st = tx.prepare_cached(
-            "INSERT OR IGNORE INTO page_tags (page_path, tag_key, tag, ord) VALUES (?1, ?2, ?3, ?4)",
+            "INSERT OR IGNORE INTO page_tags (page_id, tag_key, tag, ord) VALUES (?1, ?2, ?3, ?4)",
         )?;
         for (ord, tag) in page.tags.iter().enumerate() {
-            st.execute(params![path, tag.to_lowercase(), tag, to_i64(ord as u64, "tag index")?])?;
+            st.execute(params![
+                page_id,
+                tag.to_lowercase(),
+                tag,
+                to_i64(ord as u64, "tag index")?
+            ])?;
         }
     }
 
-    insert_blocks(tx, path, blocks, &ids)?;
+    insert_blocks(tx, page_id, blocks, &ids)?;
     Ok(ids)
 }
 
 fn old_blocks(tx: &Connection, path: &str) -> Result<Vec<(String, String)>, StoreError> {
-    let mut st = tx.prepare_cached("SELECT id, content FROM blocks WHERE page_path = ?1 ORDER BY seq")?;
+    let mut st = tx.prepare_cached("SELECT b.id, b.content FROM blocks b JOIN pages p ON p.id = b.page_id WHERE p.path = ?1 ORDER BY b.seq")?;
     let rows = st.query_map([path], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -82,15 +98,29 @@ fn old_blocks(tx: &Connection, path: &str) -> Result<Vec<(String, String)>, Stor
 /// Explicit ids first (so that a content match cannot take one), then reuse by identical content,
 /// then fresh UUIDs. A duplicate explicit id, or one held by a block of another page, is ignored:
 /// ids are unique across the store, and the first holder keeps its id.
-fn assign_ids(tx: &Connection, old: &[(String, String)], blocks: &[NewBlock]) -> Result<Vec<String>, StoreError> {
+fn assign_ids(
+    tx: &Connection,
+    old: &[(String, String)],
+    blocks: &[NewBlock],
+) -> Result<Vec<String>, StoreError> {
     let mut ids: Vec<Option<String>> = vec![None; blocks.len()];
     let mut used: HashSet<String> = HashSet::new();
     let mut held_elsewhere = tx.prepare_cached("SELECT 1 FROM blocks WHERE id = ?1")?;
     for (slot, b) in ids.iter_mut().zip(blocks) {
-        let Some(explicit) = b.explicit_id.as_deref().map(str::trim).filter(|e| !e.is_empty()) else {
+        let Some(explicit) = b
+            .explicit_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+        else {
             continue;
         };
-        if used.contains(explicit) || held_elsewhere.query_row([explicit], |_| Ok(())).optional()?.is_some() {
+        if used.contains(explicit)
+            || held_elsewhere
+                .query_row([explicit], |_| Ok(()))
+                .optional()?
+                .is_some()
+        {
             continue;
         }
         used.insert(explicit.to_owned());
@@ -99,7 +129,10 @@ fn assign_ids(tx: &Connection, old: &[(String, String)], blocks: &[NewBlock]) ->
 
     let mut by_content: HashMap<&str, VecDeque<&str>> = HashMap::new();
     for (id, content) in old {
-        by_content.entry(content.as_str()).or_default().push_back(id.as_str());
+        by_content
+            .entry(content.as_str())
+            .or_default()
+            .push_back(id.as_str());
     }
     for (slot, b) in ids.iter_mut().zip(blocks) {
         if slot.is_some() {
@@ -116,21 +149,30 @@ fn assign_ids(tx: &Connection, old: &[(String, String)], blocks: &[NewBlock]) ->
         }
     }
 
-    Ok(ids.into_iter().map(|id| id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string())).collect())
+    Ok(ids
+        .into_iter()
+        .map(|id| id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()))
+        .collect())
 }
 
-fn insert_blocks(tx: &Connection, path: &str, blocks: &[NewBlock], ids: &[String]) -> Result<(), StoreError> {
+fn insert_blocks(
+    tx: &Connection,
+    page_id: i64,
+    blocks: &[NewBlock],
+    ids: &[String],
+) -> Result<(), StoreError> {
     let mut insert_block = tx.prepare_cached(
-        "INSERT INTO blocks (id, page_path, seq, parent_id, left_id, ord, content, properties_json,
+        "INSERT INTO blocks (id, page_id, seq, parent_id, left_id, ord, content, properties_json,
                              marker, priority, collapsed, heading_level)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?;
     let mut insert_link = tx.prepare_cached(
-        "INSERT INTO links (block_id, source_page, target, target_key, alias, position, embed)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO links (page_id, seq, n, block_id, target, target_key, alias, position, embed)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
-    let mut insert_tag =
-        tx.prepare_cached("INSERT OR IGNORE INTO block_tags (block_id, tag_key, tag) VALUES (?1, ?2, ?3)")?;
+    let mut insert_tag = tx.prepare_cached(
+        "INSERT OR IGNORE INTO block_tags (page_id, seq, tag_key, tag) VALUES (?1, ?2, ?3, ?4)",
+    )?;
 
     // Per parent (index + 1; 0 is the page root): the last child seen and the number of children.
     let mut last_child: Vec<Option<usize>> = vec![None; blocks.len() + 1];
@@ -139,7 +181,11 @@ fn insert_blocks(tx: &Connection, path: &str, blocks: &[NewBlock], ids: &[String
     for (i, (b, id)) in blocks.iter().zip(ids).enumerate() {
         let slot = b.parent.map_or(0, |p| p + 1);
         let parent_id = b.parent.and_then(|p| ids.get(p));
-        let left_id = last_child.get(slot).copied().flatten().and_then(|l| ids.get(l));
+        let left_id = last_child
+            .get(slot)
+            .copied()
+            .flatten()
+            .and_then(|l| ids.get(l));
         let ord = child_count.get(slot).copied().unwrap_or(0);
         if let Some(l) = last_child.get_mut(slot) {
             *l = Some(i);
@@ -150,12 +196,16 @@ fn insert_blocks(tx: &Connection, path: &str, blocks: &[NewBlock], ids: &[String
         let properties = if b.properties.is_empty() {
             None
         } else {
-            Some(serde_json::to_string(&b.properties).map_err(|e| StoreError::InvalidInput(e.to_string()))?)
+            Some(
+                serde_json::to_string(&b.properties)
+                    .map_err(|e| StoreError::InvalidInput(e.to_string()))?,
+            )
         };
+        let seq = to_i64(i as u64, "block index")?;
         insert_block.execute(params![
             id,
-            path,
-            to_i64(i as u64, "block index")?,
+            page_id,
+            seq,
             parent_id,
             left_id,
             ord,
@@ -166,10 +216,12 @@ fn insert_blocks(tx: &Connection, path: &str, blocks: &[NewBlock], ids: &[String
             b.collapsed,
             b.heading_level,
         ])?;
-        for link in &b.links {
+        for (n, link) in b.links.iter().enumerate() {
             insert_link.execute(params![
+                page_id,
+                seq,
+                to_i64(n as u64, "link index")?,
                 id,
-                path,
                 link.target,
                 link.target_key,
                 link.alias,
@@ -178,7 +230,7 @@ fn insert_blocks(tx: &Connection, path: &str, blocks: &[NewBlock], ids: &[String
             ])?;
         }
         for tag in &b.tags {
-            insert_tag.execute(params![id, tag.to_lowercase(), tag])?;
+            insert_tag.execute(params![page_id, seq, tag.to_lowercase(), tag])?;
         }
     }
     Ok(())
@@ -186,7 +238,10 @@ fn insert_blocks(tx: &Connection, path: &str, blocks: &[NewBlock], ids: &[String
 
 /// Deletes one page by its stored path; `true` if it existed.
 pub(crate) fn delete_page(tx: &Connection, path: &str) -> Result<bool, StoreError> {
-    Ok(tx.prepare_cached("DELETE FROM pages WHERE path = ?1")?.execute([path])? > 0)
+    Ok(tx
+        .prepare_cached("DELETE FROM pages WHERE path = ?1")?
+        .execute([path])?
+        > 0)
 }
 
 pub(crate) fn set_meta(tx: &Connection, key: &str, value: &str) -> Result<(), StoreError> {

@@ -1,5 +1,8 @@
 //! Integration tests of `BlockStore` on temporary databases.
 
+// clippy.toml allows unwrap in `#[test]` functions only; the helpers below are test code too.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,23 +36,43 @@ fn page(path: &str, title: &str) -> PageRecord {
 }
 
 fn block(content: &str) -> NewBlock {
-    NewBlock { content: content.to_owned(), ..NewBlock::default() }
+    NewBlock {
+        content: content.to_owned(),
+        ..NewBlock::default()
+    }
 }
 
 fn child(parent: usize, content: &str) -> NewBlock {
-    NewBlock { parent: Some(parent), ..block(content) }
+    NewBlock {
+        parent: Some(parent),
+        ..block(content)
+    }
 }
 
 fn link(target: &str, position: usize) -> NewLink {
-    NewLink { target: target.to_owned(), target_key: target.to_lowercase(), alias: None, position, embed: false }
+    NewLink {
+        target: target.to_owned(),
+        target_key: target.to_lowercase(),
+        alias: None,
+        position,
+        embed: false,
+    }
 }
 
 fn contents(store: &BlockStore, path: &str) -> Vec<String> {
-    store.get_blocks_by_page(&vp(path)).unwrap().into_iter().map(|b| b.content).collect()
+    store
+        .get_blocks_by_page(&vp(path))
+        .unwrap()
+        .into_iter()
+        .map(|b| b.content)
+        .collect()
 }
 
 fn resolved(store: &BlockStore, target: &str) -> Option<String> {
-    store.resolve_link_target_path(target).unwrap().map(|p| p.path)
+    store
+        .resolve_link_target_path(target)
+        .unwrap()
+        .map(|p| p.path)
 }
 
 #[test]
@@ -73,14 +96,27 @@ fn save_and_get_round_trip() {
         ..page("projects/example.md", "Example note")
     };
     let blocks = vec![
-        NewBlock { heading_level: Some(1), ..block("Example note") },
+        NewBlock {
+            heading_level: Some(1),
+            ..block("Example note")
+        },
         NewBlock {
             parent: Some(0),
             marker: Some("TODO".into()),
             priority: Some("A".into()),
             collapsed: true,
-            properties: vec![("owner".into(), "ana".into()), ("due".into(), "friday".into())],
-            links: vec![link("Other Note", 5), NewLink { alias: Some("shown".into()), embed: true, ..link("pic", 30) }],
+            properties: vec![
+                ("owner".into(), "ana".into()),
+                ("due".into(), "friday".into()),
+            ],
+            links: vec![
+                link("Other Note", 5),
+                NewLink {
+                    alias: Some("shown".into()),
+                    embed: true,
+                    ..link("pic", 30)
+                },
+            ],
             tags: vec!["urgent".into()],
             ..block("call [[Other Note]] about ![[pic|shown]]")
         },
@@ -107,7 +143,9 @@ fn save_and_get_round_trip() {
         }
     );
 
-    let stored = store.get_blocks_by_page(&vp("projects/example.md")).unwrap();
+    let stored = store
+        .get_blocks_by_page(&vp("projects/example.md"))
+        .unwrap();
     assert_eq!(stored.len(), 2);
     assert_eq!(stored[0].id, ids[0]);
     assert_eq!(stored[0].heading_level, Some(1));
@@ -126,17 +164,38 @@ fn save_and_get_round_trip() {
 
     let links = store.links_of_page(&vp("projects/example.md")).unwrap();
     assert_eq!(links.len(), 2);
-    assert_eq!((links[0].target.as_str(), links[0].target_key.as_str()), ("Other Note", "other note"));
-    assert_eq!((links[0].position, links[0].embed, links[0].alias.as_deref()), (5, false, None));
-    assert_eq!((links[1].position, links[1].embed, links[1].alias.as_deref()), (30, true, Some("shown")));
-    assert!(links.iter().all(|l| l.block_id == ids[1] && l.source_page == "projects/example.md"));
+    assert_eq!(
+        (links[0].target.as_str(), links[0].target_key.as_str()),
+        ("Other Note", "other note")
+    );
+    assert_eq!(
+        (links[0].position, links[0].embed, links[0].alias.as_deref()),
+        (5, false, None)
+    );
+    assert_eq!(
+        (links[1].position, links[1].embed, links[1].alias.as_deref()),
+        (30, true, Some("shown"))
+    );
+    assert!(
+        links
+            .iter()
+            .all(|l| l.block_id == ids[1] && l.source_page == "projects/example.md")
+    );
 
     assert_eq!(store.page_count().unwrap(), 1);
     assert_eq!(store.block_count().unwrap(), 2);
     let fp = store.fingerprints().unwrap();
-    assert_eq!(fp.get("projects/example.md"), Some(&(1_758_000_000_000_000_000, 1234, "abc123".to_owned())));
+    assert_eq!(
+        fp.get("projects/example.md"),
+        Some(&(1_758_000_000_000_000_000, 1234, "abc123".to_owned()))
+    );
     assert_eq!(store.get_page(&vp("missing.md")).unwrap(), None);
-    assert!(store.get_blocks_by_page(&vp("missing.md")).unwrap().is_empty());
+    assert!(
+        store
+            .get_blocks_by_page(&vp("missing.md"))
+            .unwrap()
+            .is_empty()
+    );
 }
 
 fn uuid_like(s: &str) -> bool {
@@ -147,29 +206,72 @@ fn uuid_like(s: &str) -> bool {
 fn ids_stay_stable_across_resaves_and_insertions() {
     let (_dir, store) = open();
     let p = page("a.md", "A");
-    let first = store.save_page(&p, &[block("one"), block("two"), block("two"), block("three")]).unwrap();
-    assert_eq!(first.iter().collect::<HashSet<_>>().len(), 4, "ids are distinct: {first:?}");
+    let first = store
+        .save_page(
+            &p,
+            &[block("one"), block("two"), block("two"), block("three")],
+        )
+        .unwrap();
+    assert_eq!(
+        first.iter().collect::<HashSet<_>>().len(),
+        4,
+        "ids are distinct: {first:?}"
+    );
 
-    let again = store.save_page(&p, &[block("one"), block("two"), block("two"), block("three")]).unwrap();
+    let again = store
+        .save_page(
+            &p,
+            &[block("one"), block("two"), block("two"), block("three")],
+        )
+        .unwrap();
     assert_eq!(again, first, "unchanged blocks keep their ids");
 
     // An unrelated block inserted before the others: they keep their ids, it gets a new one.
-    let inserted = store.save_page(&p, &[block("new"), block("one"), block("two"), block("two"), block("three")]).unwrap();
+    let inserted = store
+        .save_page(
+            &p,
+            &[
+                block("new"),
+                block("one"),
+                block("two"),
+                block("two"),
+                block("three"),
+            ],
+        )
+        .unwrap();
     assert_eq!(&inserted[1..], &first[..]);
     assert!(!first.contains(&inserted[0]));
 
     // An edited block gets a new id; identical duplicates are matched in order.
-    let edited = store.save_page(&p, &[block("one"), block("two edited"), block("two"), block("three")]).unwrap();
+    let edited = store
+        .save_page(
+            &p,
+            &[
+                block("one"),
+                block("two edited"),
+                block("two"),
+                block("three"),
+            ],
+        )
+        .unwrap();
     assert_eq!(edited[0], first[0]);
     assert!(!first.contains(&edited[1]) && edited[1] != inserted[0]);
     assert_eq!(edited[2], first[1], "the first unused old 'two' is reused");
     assert_eq!(edited[3], first[3]);
-    assert_eq!(contents(&store, "a.md"), ["one", "two edited", "two", "three"]);
+    assert_eq!(
+        contents(&store, "a.md"),
+        ["one", "two edited", "two", "three"]
+    );
 
     // Ids are per page: the same content on another page does not steal them.
-    let other = store.save_page(&page("b.md", "B"), &[block("one")]).unwrap();
+    let other = store
+        .save_page(&page("b.md", "B"), &[block("one")])
+        .unwrap();
     assert_ne!(other[0], first[0]);
-    assert_eq!(store.get_block(&first[0]).unwrap().unwrap().page_path, "a.md");
+    assert_eq!(
+        store.get_block(&first[0]).unwrap().unwrap().page_path,
+        "a.md"
+    );
 }
 
 #[test]
@@ -178,24 +280,57 @@ fn explicit_id_wins() {
     let p = page("a.md", "A");
     let old = store.save_page(&p, &[block("same")]).unwrap();
 
-    let with_id = NewBlock { explicit_id: Some("6a1f0000-0000-4000-8000-000000000001".into()), ..block("same") };
-    let ids = store.save_page(&p, &[with_id.clone(), block("same")]).unwrap();
+    let with_id = NewBlock {
+        explicit_id: Some("6a1f0000-0000-4000-8000-000000000001".into()),
+        ..block("same")
+    };
+    let ids = store
+        .save_page(&p, &[with_id.clone(), block("same")])
+        .unwrap();
     assert_eq!(ids[0], "6a1f0000-0000-4000-8000-000000000001");
-    assert_eq!(ids[1], old[0], "the content match goes to the block without an explicit id");
+    assert_eq!(
+        ids[1], old[0],
+        "the content match goes to the block without an explicit id"
+    );
 
     // The explicit id also wins over an old id that content would give.
     let ids = store
-        .save_page(&p, &[NewBlock { explicit_id: Some(old[0].clone()), ..block("changed") }, block("x")])
+        .save_page(
+            &p,
+            &[
+                NewBlock {
+                    explicit_id: Some(old[0].clone()),
+                    ..block("changed")
+                },
+                block("x"),
+            ],
+        )
         .unwrap();
     assert_eq!(ids[0], old[0]);
-    assert_eq!(store.get_block(&old[0]).unwrap().unwrap().content, "changed");
+    assert_eq!(
+        store.get_block(&old[0]).unwrap().unwrap().content,
+        "changed"
+    );
 
     // An id held by another page's block, or repeated within the page, is not taken twice.
-    let b_ids = store.save_page(&page("b.md", "B"), &[NewBlock { explicit_id: Some(old[0].clone()), ..block("copy") }]).unwrap();
+    let b_ids = store
+        .save_page(
+            &page("b.md", "B"),
+            &[NewBlock {
+                explicit_id: Some(old[0].clone()),
+                ..block("copy")
+            }],
+        )
+        .unwrap();
     assert_ne!(b_ids[0], old[0]);
     assert_eq!(store.get_block(&old[0]).unwrap().unwrap().page_path, "a.md");
-    let dup = NewBlock { explicit_id: Some("dup-id".into()), ..block("d") };
-    let ids = store.save_page(&page("c.md", "C"), &[dup.clone(), dup]).unwrap();
+    let dup = NewBlock {
+        explicit_id: Some("dup-id".into()),
+        ..block("d")
+    };
+    let ids = store
+        .save_page(&page("c.md", "C"), &[dup.clone(), dup])
+        .unwrap();
     assert_eq!(ids[0], "dup-id");
     assert_ne!(ids[1], "dup-id");
 }
@@ -209,12 +344,26 @@ fn nested_tree_has_parent_left_and_order() {
     //   - c1
     // - r1
     //   - c2
-    let blocks = [block("r0"), child(0, "c0"), child(1, "g0"), child(0, "c1"), block("r1"), child(4, "c2")];
+    let blocks = [
+        block("r0"),
+        child(0, "c0"),
+        child(1, "g0"),
+        child(0, "c1"),
+        block("r1"),
+        child(4, "c2"),
+    ];
     let ids = store.save_page(&page("tree.md", "Tree"), &blocks).unwrap();
     let stored = store.get_blocks_by_page(&vp("tree.md")).unwrap();
     let got: Vec<(&str, Option<&str>, Option<&str>, u32)> = stored
         .iter()
-        .map(|b| (b.content.as_str(), b.parent_id.as_deref(), b.left_id.as_deref(), b.ord))
+        .map(|b| {
+            (
+                b.content.as_str(),
+                b.parent_id.as_deref(),
+                b.left_id.as_deref(),
+                b.ord,
+            )
+        })
         .collect();
     let id = |i: usize| Some(ids[i].as_str());
     assert_eq!(
@@ -234,8 +383,12 @@ fn nested_tree_has_parent_left_and_order() {
 #[test]
 fn a_parent_after_its_child_is_refused_and_nothing_changes() {
     let (_dir, store) = open();
-    store.save_page(&page("a.md", "A"), &[block("kept")]).unwrap();
-    let err = store.save_page(&page("a.md", "A"), &[child(1, "bad"), block("x")]).unwrap_err();
+    store
+        .save_page(&page("a.md", "A"), &[block("kept")])
+        .unwrap();
+    let err = store
+        .save_page(&page("a.md", "A"), &[child(1, "bad"), block("x")])
+        .unwrap_err();
     assert!(matches!(err, StoreError::InvalidInput(_)), "{err:?}");
     assert_eq!(contents(&store, "a.md"), ["kept"]);
 }
@@ -243,14 +396,29 @@ fn a_parent_after_its_child_is_refused_and_nothing_changes() {
 #[test]
 fn delete_removes_page_blocks_links_and_tags() {
     let (_dir, store) = open();
-    let rec = PageRecord { tags: vec!["t".into()], ..page("gone.md", "Gone") };
+    let rec = PageRecord {
+        tags: vec!["t".into()],
+        ..page("gone.md", "Gone")
+    };
     let ids = store
-        .save_page(&rec, &[NewBlock { links: vec![link("x", 0)], tags: vec!["bt".into()], ..block("[[x]] #bt") }])
+        .save_page(
+            &rec,
+            &[NewBlock {
+                links: vec![link("x", 0)],
+                tags: vec!["bt".into()],
+                ..block("[[x]] #bt")
+            }],
+        )
         .unwrap();
-    store.save_page(&page("stay.md", "Stay"), &[block("s")]).unwrap();
+    store
+        .save_page(&page("stay.md", "Stay"), &[block("s")])
+        .unwrap();
 
     assert!(store.delete_page(&vp("gone.md")).unwrap());
-    assert!(!store.delete_page(&vp("gone.md")).unwrap(), "second delete finds nothing");
+    assert!(
+        !store.delete_page(&vp("gone.md")).unwrap(),
+        "second delete finds nothing"
+    );
     assert_eq!(store.get_page(&vp("gone.md")).unwrap(), None);
     assert_eq!(store.get_block(&ids[0]).unwrap(), None);
     assert!(store.all_links().unwrap().is_empty());
@@ -259,7 +427,9 @@ fn delete_removes_page_blocks_links_and_tags() {
     assert_eq!(store.block_count().unwrap(), 1);
 
     store.save_page(&page("x.md", "X"), &[]).unwrap();
-    store.delete_pages(&["stay.md".into(), "x.md".into(), "never.md".into()]).unwrap();
+    store
+        .delete_pages(&["stay.md".into(), "x.md".into(), "never.md".into()])
+        .unwrap();
     assert_eq!(store.page_count().unwrap(), 0);
     assert_eq!(store.block_count().unwrap(), 0);
 }
@@ -269,7 +439,10 @@ fn list_pages_keyset_paging_returns_every_page_once() {
     let (_dir, store) = open();
     let mut batch = Vec::new();
     for i in 0..25 {
-        batch.push((page(&format!("n/{:02}-{}.md", (i * 7) % 25, i), "t"), vec![block("b")]));
+        batch.push((
+            page(&format!("n/{:02}-{}.md", (i * 7) % 25, i), "t"),
+            vec![block("b")],
+        ));
     }
     let ids = store.save_pages(&batch).unwrap();
     assert_eq!(ids.len(), 25);
@@ -285,44 +458,107 @@ fn list_pages_keyset_paging_returns_every_page_once() {
         after = rows.last().map(|r| r.path.clone());
         seen.extend(rows.into_iter().map(|r| r.path));
     }
-    let mut expected: Vec<String> = batch.iter().map(|(p, _)| p.path.as_str().to_owned()).collect();
+    let mut expected: Vec<String> = batch
+        .iter()
+        .map(|(p, _)| p.path.as_str().to_owned())
+        .collect();
     expected.sort();
     assert_eq!(seen, expected);
-    assert_eq!(store.all_pages().unwrap().into_iter().map(|r| r.path).collect::<Vec<_>>(), expected);
-    assert!(store.all_pages().unwrap().iter().all(|r| r.block_count == 1));
+    assert_eq!(
+        store
+            .all_pages()
+            .unwrap()
+            .into_iter()
+            .map(|r| r.path)
+            .collect::<Vec<_>>(),
+        expected
+    );
+    assert!(
+        store
+            .all_pages()
+            .unwrap()
+            .iter()
+            .all(|r| r.block_count == 1)
+    );
 }
 
 #[test]
 fn resolve_link_target_follows_the_rules_in_order() {
     let (_dir, store) = open();
-    store.save_page(&page("projects/Example.md", "Example note"), &[]).unwrap();
-    store.save_page(&page("notes/x1.md", "Great Idea"), &[]).unwrap();
-    store.save_page(&PageRecord { aliases: vec!["GI-Alias".into()], ..page("notes/x2.md", "Second") }, &[]).unwrap();
-    store.save_page(&page("deep/folder/Unique-Stem.md", "Something else"), &[]).unwrap();
-    store.save_page(&page("intl/ueber.md", "Über Alles"), &[]).unwrap();
+    store
+        .save_page(&page("projects/Example.md", "Example note"), &[])
+        .unwrap();
+    store
+        .save_page(&page("notes/x1.md", "Great Idea"), &[])
+        .unwrap();
+    store
+        .save_page(
+            &PageRecord {
+                aliases: vec!["GI-Alias".into()],
+                ..page("notes/x2.md", "Second")
+            },
+            &[],
+        )
+        .unwrap();
+    store
+        .save_page(&page("deep/folder/Unique-Stem.md", "Something else"), &[])
+        .unwrap();
+    store
+        .save_page(&page("intl/ueber.md", "Über Alles"), &[])
+        .unwrap();
 
     // Exact path, with or without .md, any case.
-    assert_eq!(resolved(&store, "projects/Example.md").as_deref(), Some("projects/Example.md"));
-    assert_eq!(resolved(&store, "PROJECTS/EXAMPLE.MD").as_deref(), Some("projects/Example.md"));
+    assert_eq!(
+        resolved(&store, "projects/Example.md").as_deref(),
+        Some("projects/Example.md")
+    );
+    assert_eq!(
+        resolved(&store, "PROJECTS/EXAMPLE.MD").as_deref(),
+        Some("projects/Example.md")
+    );
     // Slug.
-    assert_eq!(resolved(&store, "projects/example").as_deref(), Some("projects/Example.md"));
+    assert_eq!(
+        resolved(&store, "projects/example").as_deref(),
+        Some("projects/Example.md")
+    );
     // Title, including non-ASCII case folding.
-    assert_eq!(resolved(&store, "great idea").as_deref(), Some("notes/x1.md"));
-    assert_eq!(resolved(&store, "ÜBER ALLES").as_deref(), Some("intl/ueber.md"));
+    assert_eq!(
+        resolved(&store, "great idea").as_deref(),
+        Some("notes/x1.md")
+    );
+    assert_eq!(
+        resolved(&store, "ÜBER ALLES").as_deref(),
+        Some("intl/ueber.md")
+    );
     // Frontmatter alias.
     assert_eq!(resolved(&store, "gi-alias").as_deref(), Some("notes/x2.md"));
     // File stem, with or without .md.
-    assert_eq!(resolved(&store, "unique-stem").as_deref(), Some("deep/folder/Unique-Stem.md"));
-    assert_eq!(resolved(&store, "Unique-Stem.md").as_deref(), Some("deep/folder/Unique-Stem.md"));
+    assert_eq!(
+        resolved(&store, "unique-stem").as_deref(),
+        Some("deep/folder/Unique-Stem.md")
+    );
+    assert_eq!(
+        resolved(&store, "Unique-Stem.md").as_deref(),
+        Some("deep/folder/Unique-Stem.md")
+    );
 
     // Heading, block and alias parts are stripped.
-    for t in ["Great Idea#Section", "Great Idea^abc123", "Great Idea|shown text", "Great Idea#^blk", " Great Idea #H|a"] {
+    for t in [
+        "Great Idea#Section",
+        "Great Idea^abc123",
+        "Great Idea|shown text",
+        "Great Idea#^blk",
+        " Great Idea #H|a",
+    ] {
         assert_eq!(resolved(&store, t).as_deref(), Some("notes/x1.md"), "{t}");
     }
     for t in ["nothing here", "", "#only-heading", "|alias only", "notes"] {
         assert_eq!(resolved(&store, t), None, "{t:?}");
     }
-    let row = store.resolve_link_target_path("great idea").unwrap().unwrap();
+    let row = store
+        .resolve_link_target_path("great idea")
+        .unwrap()
+        .unwrap();
     assert_eq!(row.title, "Great Idea");
 }
 
@@ -334,10 +570,26 @@ fn resolve_link_target_rule_priority_and_tie_break() {
     store.save_page(&page("b/beta.md", "B"), &[]).unwrap();
     assert_eq!(resolved(&store, "beta").as_deref(), Some("a/alpha.md"));
     // "alpha" is the stem of a/alpha.md and an alias of c/c.md: alias comes first.
-    store.save_page(&PageRecord { aliases: vec!["Alpha".into()], ..page("c/c.md", "C") }, &[]).unwrap();
+    store
+        .save_page(
+            &PageRecord {
+                aliases: vec!["Alpha".into()],
+                ..page("c/c.md", "C")
+            },
+            &[],
+        )
+        .unwrap();
     assert_eq!(resolved(&store, "alpha").as_deref(), Some("c/c.md"));
     // "gamma" is an alias of d/d.md and the title of e/e.md: title comes first.
-    store.save_page(&PageRecord { aliases: vec!["gamma".into()], ..page("d/d.md", "D") }, &[]).unwrap();
+    store
+        .save_page(
+            &PageRecord {
+                aliases: vec!["gamma".into()],
+                ..page("d/d.md", "D")
+            },
+            &[],
+        )
+        .unwrap();
     store.save_page(&page("e/e.md", "Gamma"), &[]).unwrap();
     assert_eq!(resolved(&store, "gamma").as_deref(), Some("e/e.md"));
     // "a/alpha" is a path and the title of f/f.md: the path comes first.
@@ -356,26 +608,59 @@ fn resolve_link_target_rule_priority_and_tie_break() {
 #[test]
 fn links_to_keys_finds_backlinks_with_context() {
     let (_dir, store) = open();
-    store.save_page(&PageRecord { aliases: vec!["T".into()], ..page("target.md", "Target") }, &[]).unwrap();
+    store
+        .save_page(
+            &PageRecord {
+                aliases: vec!["T".into()],
+                ..page("target.md", "Target")
+            },
+            &[],
+        )
+        .unwrap();
     store
         .save_page(
             &page("b.md", "B"),
             &[
-                NewBlock { links: vec![link("Target", 4)], ..block("see [[Target]]") },
-                NewBlock { links: vec![link("unrelated", 0)], ..block("[[unrelated]]") },
-                NewBlock { links: vec![link("t", 0), link("target", 10)], ..block("[[T]] and [[target]]") },
+                NewBlock {
+                    links: vec![link("Target", 4)],
+                    ..block("see [[Target]]")
+                },
+                NewBlock {
+                    links: vec![link("unrelated", 0)],
+                    ..block("[[unrelated]]")
+                },
+                NewBlock {
+                    links: vec![link("t", 0), link("target", 10)],
+                    ..block("[[T]] and [[target]]")
+                },
             ],
         )
         .unwrap();
     store
-        .save_page(&page("a.md", "A"), &[NewBlock { links: vec![link("target.md", 0)], ..block("[[target.md]]") }])
+        .save_page(
+            &page("a.md", "A"),
+            &[NewBlock {
+                links: vec![link("target.md", 0)],
+                ..block("[[target.md]]")
+            }],
+        )
         .unwrap();
 
-    let keys: Vec<String> = ["target.md", "target", "t", "target"].iter().map(|s| s.to_string()).collect();
+    let keys: Vec<String> = ["target.md", "target", "t", "target"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     let hits = store.links_to_keys(&keys).unwrap();
     let got: Vec<(&str, &str, usize, &str)> = hits
         .iter()
-        .map(|(l, content)| (l.source_page.as_str(), l.target.as_str(), l.position, content.as_str()))
+        .map(|(l, content)| {
+            (
+                l.source_page.as_str(),
+                l.target.as_str(),
+                l.position,
+                content.as_str(),
+            )
+        })
         .collect();
     assert_eq!(
         got,
@@ -396,26 +681,73 @@ fn tags_are_case_insensitive() {
     let (_dir, store) = open();
     store
         .save_page(
-            &PageRecord { tags: vec!["Rust".into(), "rust".into(), "db".into()], ..page("a.md", "A") },
-            &[NewBlock { tags: vec!["Idea".into()], ..block("an #Idea") }, block("plain")],
+            &PageRecord {
+                tags: vec!["Rust".into(), "rust".into(), "db".into()],
+                ..page("a.md", "A")
+            },
+            &[
+                NewBlock {
+                    tags: vec!["Idea".into()],
+                    ..block("an #Idea")
+                },
+                block("plain"),
+            ],
         )
         .unwrap();
     store
         .save_page(
-            &PageRecord { tags: vec!["RUST".into(), "Éte".into()], ..page("b.md", "B") },
-            &[NewBlock { tags: vec!["idea".into(), "IDEA".into()], ..block("#idea #IDEA") }],
+            &PageRecord {
+                tags: vec!["RUST".into(), "Éte".into()],
+                ..page("b.md", "B")
+            },
+            &[NewBlock {
+                tags: vec!["idea".into(), "IDEA".into()],
+                ..block("#idea #IDEA")
+            }],
         )
         .unwrap();
 
-    assert_eq!(store.get_page(&vp("a.md")).unwrap().unwrap().tags, ["Rust", "db"], "duplicates stored once");
+    assert_eq!(
+        store.get_page(&vp("a.md")).unwrap().unwrap().tags,
+        ["Rust", "db"],
+        "duplicates stored once"
+    );
     assert_eq!(store.pages_with_tag("rust").unwrap(), ["a.md", "b.md"]);
     assert_eq!(store.pages_with_tag("RuSt").unwrap(), ["a.md", "b.md"]);
     assert_eq!(store.pages_with_tag("éTE").unwrap(), ["b.md"]);
-    assert!(store.pages_with_tag("idea").unwrap().is_empty(), "block tags are not page tags");
-    assert_eq!(store.all_tags().unwrap(), vec![("RUST".to_owned(), 2), ("db".to_owned(), 1), ("Éte".to_owned(), 1)]);
+    assert!(
+        store.pages_with_tag("idea").unwrap().is_empty(),
+        "block tags are not page tags"
+    );
+    // One entry per tag whatever its case; ties in spelling go to the smallest.
+    assert_eq!(
+        store.all_tags().unwrap(),
+        vec![
+            ("db".to_owned(), 1),
+            ("RUST".to_owned(), 2),
+            ("Éte".to_owned(), 1)
+        ]
+    );
+    // The most common spelling is shown.
+    store
+        .save_page(
+            &PageRecord {
+                tags: vec!["Rust".into()],
+                ..page("c.md", "C")
+            },
+            &[],
+        )
+        .unwrap();
+    assert_eq!(store.all_tags().unwrap()[1], ("Rust".to_owned(), 3));
 
     let blocks = store.blocks_with_tag("IDEA", 10).unwrap();
-    assert_eq!(blocks.iter().map(|b| b.content.as_str()).collect::<Vec<_>>(), ["an #Idea", "#idea #IDEA"]);
+    assert_eq!(
+        blocks
+            .iter()
+            .map(|b| b.content.as_str())
+            .collect::<Vec<_>>(),
+        ["an #Idea", "#idea #IDEA"]
+    );
     assert_eq!(store.blocks_with_tag("idea", 1).unwrap().len(), 1);
     assert!(store.blocks_with_tag("rust", 10).unwrap().is_empty());
 }
@@ -425,8 +757,13 @@ fn a_failing_transaction_leaves_the_previous_page_intact() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("blocks.db");
     let store = BlockStore::open(&db).unwrap();
-    let p = PageRecord { tags: vec!["old".into()], ..page("p.md", "Old title") };
-    let ids = store.save_page(&p, &[block("first"), block("second")]).unwrap();
+    let p = PageRecord {
+        tags: vec!["old".into()],
+        ..page("p.md", "Old title")
+    };
+    let ids = store
+        .save_page(&p, &[block("first"), block("second")])
+        .unwrap();
 
     let other = rusqlite::Connection::open(&db).unwrap();
     other
@@ -436,8 +773,14 @@ fn a_failing_transaction_leaves_the_previous_page_intact() {
         )
         .unwrap();
 
-    let new = PageRecord { tags: vec!["new".into()], hash: "new".into(), ..page("p.md", "New title") };
-    let err = store.save_page(&new, &[block("first"), block("FAIL")]).unwrap_err();
+    let new = PageRecord {
+        tags: vec!["new".into()],
+        hash: "new".into(),
+        ..page("p.md", "New title")
+    };
+    let err = store
+        .save_page(&new, &[block("first"), block("FAIL")])
+        .unwrap_err();
     assert!(matches!(err, StoreError::Sqlite(_)), "{err:?}");
 
     let row = store.get_page(&vp("p.md")).unwrap().unwrap();
@@ -447,13 +790,19 @@ fn a_failing_transaction_leaves_the_previous_page_intact() {
     assert_eq!(blocks.iter().map(|b| b.id.clone()).collect::<Vec<_>>(), ids);
 
     // A batch fails as a whole too.
-    let err = store.save_pages(&[(page("q.md", "Q"), vec![block("ok")]), (new.clone(), vec![block("FAIL")])]);
+    let err = store.save_pages(&[
+        (page("q.md", "Q"), vec![block("ok")]),
+        (new.clone(), vec![block("FAIL")]),
+    ]);
     assert!(err.is_err());
     assert_eq!(store.get_page(&vp("q.md")).unwrap(), None);
 
     // The store keeps working afterwards.
     store.save_page(&new, &[block("first")]).unwrap();
-    assert_eq!(store.get_page(&vp("p.md")).unwrap().unwrap().title, "New title");
+    assert_eq!(
+        store.get_page(&vp("p.md")).unwrap().unwrap().title,
+        "New title"
+    );
     assert_eq!(store.get_blocks_by_page(&vp("p.md")).unwrap()[0].id, ids[0]);
 }
 
@@ -490,8 +839,18 @@ fn readers_run_while_a_writer_saves() {
         let store = Arc::clone(&store);
         std::thread::spawn(move || -> Result<(), StoreError> {
             for i in 0..200 {
-                let blocks = vec![block("root"), child(0, &format!("child {i}")), NewBlock { links: vec![link("x", 0)], ..block("[[x]]") }];
-                store.save_page(&page(&format!("w/{i:03}.md"), &format!("page {i}")), &blocks)?;
+                let blocks = vec![
+                    block("root"),
+                    child(0, &format!("child {i}")),
+                    NewBlock {
+                        links: vec![link("x", 0)],
+                        ..block("[[x]]")
+                    },
+                ];
+                store.save_page(
+                    &page(&format!("w/{i:03}.md"), &format!("page {i}")),
+                    &blocks,
+                )?;
             }
             Ok(())
         })
@@ -514,14 +873,32 @@ fn reopening_keeps_data() {
     let ids = {
         let store = BlockStore::open(&db).unwrap();
         store.set_meta("scan", "done").unwrap();
-        store.save_page(&page("keep.md", "Keep"), &[block("a"), child(0, "b")]).unwrap()
+        store
+            .save_page(&page("keep.md", "Keep"), &[block("a"), child(0, "b")])
+            .unwrap()
     };
     let store = BlockStore::open(&db).unwrap();
-    assert_eq!(store.get_page(&vp("keep.md")).unwrap().unwrap().block_count, 2);
-    assert_eq!(store.get_blocks_by_page(&vp("keep.md")).unwrap().iter().map(|b| b.id.clone()).collect::<Vec<_>>(), ids);
+    assert_eq!(
+        store.get_page(&vp("keep.md")).unwrap().unwrap().block_count,
+        2
+    );
+    assert_eq!(
+        store
+            .get_blocks_by_page(&vp("keep.md"))
+            .unwrap()
+            .iter()
+            .map(|b| b.id.clone())
+            .collect::<Vec<_>>(),
+        ids
+    );
     assert_eq!(store.get_meta("scan").unwrap().as_deref(), Some("done"));
     // Re-saving after a reopen still reuses the ids.
-    assert_eq!(store.save_page(&page("keep.md", "Keep"), &[block("a"), child(0, "b")]).unwrap(), ids);
+    assert_eq!(
+        store
+            .save_page(&page("keep.md", "Keep"), &[block("a"), child(0, "b")])
+            .unwrap(),
+        ids
+    );
     assert!(store.integrity_check().unwrap());
 }
 
@@ -530,7 +907,10 @@ fn a_database_from_a_newer_version_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("blocks.db");
     drop(BlockStore::open(&db).unwrap());
-    rusqlite::Connection::open(&db).unwrap().pragma_update(None, "user_version", 99).unwrap();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .pragma_update(None, "user_version", 99)
+        .unwrap();
 
     let err = BlockStore::open(&db).err().unwrap();
     match &err {
@@ -542,7 +922,10 @@ fn a_database_from_a_newer_version_is_refused() {
     }
     assert!(err.to_string().contains("newer"), "{err}");
     // The file is left as it was.
-    let v: i64 = rusqlite::Connection::open(&db).unwrap().pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+    let v: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
     assert_eq!(v, 99);
 
     let kb: KbError = err.into();
@@ -572,8 +955,19 @@ fn meta_and_clear() {
 
     let batch: Vec<_> = (0..5)
         .map(|i| {
-            let rec = PageRecord { tags: vec!["t".into()], aliases: vec!["al".into()], ..page(&format!("{i}.md"), "t") };
-            (rec, vec![NewBlock { links: vec![link("x", 0)], tags: vec!["b".into()], ..block("x") }])
+            let rec = PageRecord {
+                tags: vec!["t".into()],
+                aliases: vec!["al".into()],
+                ..page(&format!("{i}.md"), "t")
+            };
+            (
+                rec,
+                vec![NewBlock {
+                    links: vec![link("x", 0)],
+                    tags: vec!["b".into()],
+                    ..block("x")
+                }],
+            )
         })
         .collect();
     let ids = store.save_pages(&batch).unwrap();
@@ -585,6 +979,41 @@ fn meta_and_clear() {
     assert!(store.all_links().unwrap().is_empty());
     assert!(store.all_tags().unwrap().is_empty());
     assert_eq!(resolved(&store, "al"), None);
-    assert_eq!(store.get_meta("k").unwrap().as_deref(), Some("2"), "meta survives a clear");
+    assert_eq!(
+        store.get_meta("k").unwrap().as_deref(),
+        Some("2"),
+        "meta survives a clear"
+    );
     assert!(store.integrity_check().unwrap());
+}
+
+#[test]
+fn reads_do_not_wait_for_an_open_write_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("blocks.db");
+    let store = BlockStore::open(&db).unwrap();
+    store
+        .save_page(&page("p.md", "Before"), &[block("a")])
+        .unwrap();
+
+    // Another writer holds the write lock with an uncommitted change.
+    let mut other = rusqlite::Connection::open(&db).unwrap();
+    let tx = other
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .unwrap();
+    tx.execute("UPDATE pages SET title = 'Uncommitted'", [])
+        .unwrap();
+
+    // Readers see the last committed state, without waiting.
+    assert_eq!(
+        store.get_page(&vp("p.md")).unwrap().unwrap().title,
+        "Before"
+    );
+    assert_eq!(contents(&store, "p.md"), ["a"]);
+    assert_eq!(store.page_count().unwrap(), 1);
+    tx.commit().unwrap();
+    assert_eq!(
+        store.get_page(&vp("p.md")).unwrap().unwrap().title,
+        "Uncommitted"
+    );
 }

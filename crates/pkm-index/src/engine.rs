@@ -10,20 +10,23 @@ use std::io::ErrorKind as IoErrorKind;
 use std::path::Path;
 
 use parking_lot::Mutex;
-use tantivy::collector::sort_key::{SortByStaticFastValue, SortBySimilarityScore, SortByString};
+use tantivy::collector::sort_key::{SortBySimilarityScore, SortByStaticFastValue, SortByString};
 use tantivy::collector::{Count, TopDocs};
 use tantivy::indexer::{IndexWriterOptions, UserOperation};
 use tantivy::query::{Query, TermQuery};
 use tantivy::schema::{
-    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TantivyDocument, TextFieldIndexing,
+    FAST, Field, IndexRecordOption, STORED, STRING, Schema, TantivyDocument, TextFieldIndexing,
     TextOptions, Value,
 };
 use tantivy::snippet::{Snippet, SnippetGenerator};
 use tantivy::tokenizer::{TextAnalyzer, TokenizerManager};
-use tantivy::{DocAddress, DocSet, Index, IndexReader, IndexWriter, Order, ReloadPolicy, Searcher, TERMINATED, Term};
+use tantivy::{
+    DocAddress, DocSet, Index, IndexReader, IndexWriter, Order, ReloadPolicy, Searcher, TERMINATED,
+    Term,
+};
 
 use crate::error::IndexError;
-use crate::query::{clauses, field_query, search_query};
+use crate::query::{Clause, clauses, field_query, search_query};
 use crate::tokenizer::{ANALYZER_NAME, analyze, analyzer};
 
 /// Search pagination never reaches past this many matches (contract §11,
@@ -113,13 +116,17 @@ fn build_schema() -> Schema {
     builder.add_text_field("title", text.clone());
     builder.add_text_field("content", text);
     builder.add_text_field("tags", STRING);
-    builder.add_u64_field(POSITION, INDEXED | FAST);
+    builder.add_u64_field(POSITION, FAST);
     builder.build()
 }
 
 impl Fields {
     fn resolve(schema: &Schema) -> Result<Fields, IndexError> {
-        let field = |name: &str| schema.get_field(name).map_err(|_| IndexError::SchemaMismatch);
+        let field = |name: &str| {
+            schema
+                .get_field(name)
+                .map_err(|_| IndexError::SchemaMismatch)
+        };
         Ok(Fields {
             block_id: field(BLOCK_ID)?,
             page_path: field(PAGE_PATH)?,
@@ -144,7 +151,6 @@ pub fn normalize_tag(tag: &str) -> String {
 
 /// The search index of one vault. `Send + Sync`: share it behind an `Arc`.
 pub struct IndexEngine {
-    index: Index,
     /// The only writer of the directory (Tantivy also locks it on disk against other processes).
     writer: Mutex<IndexWriter>,
     /// Reloaded by `commit` only (`ReloadPolicy::Manual`), which is what makes read-your-writes
@@ -156,7 +162,9 @@ pub struct IndexEngine {
 
 impl std::fmt::Debug for IndexEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IndexEngine").field("docs", &self.doc_count()).finish_non_exhaustive()
+        f.debug_struct("IndexEngine")
+            .field("docs", &self.doc_count())
+            .finish_non_exhaustive()
     }
 }
 
@@ -177,7 +185,9 @@ impl IndexEngine {
         match fs::read_to_string(dir.join(VERSION_FILE)) {
             Ok(version) if version.trim() == SCHEMA_VERSION => {}
             Ok(_) => return Err(IndexError::SchemaMismatch),
-            Err(err) if err.kind() == IoErrorKind::NotFound => return Err(IndexError::SchemaMismatch),
+            Err(err) if err.kind() == IoErrorKind::NotFound => {
+                return Err(IndexError::SchemaMismatch);
+            }
             Err(err) => return Err(IndexError::Io(err)),
         }
         let index = Index::open_in_dir(dir).map_err(unreadable)?;
@@ -200,7 +210,10 @@ impl IndexEngine {
     }
 
     fn create_in(dir: &Path) -> Result<IndexEngine, IndexError> {
-        let index = Index::builder().schema(build_schema()).tokenizers(tokenizers()).create_in_dir(dir)?;
+        let index = Index::builder()
+            .schema(build_schema())
+            .tokenizers(tokenizers())
+            .create_in_dir(dir)?;
         // Written after the index: a crash in between leaves an index without a version, which
         // the next open reports as a mismatch and the caller rebuilds.
         fs::write(dir.join(VERSION_FILE), format!("{SCHEMA_VERSION}\n"))?;
@@ -218,16 +231,28 @@ impl IndexEngine {
             .num_merge_threads(1)
             .build();
         let writer = index.writer_with_options(options).map_err(unreadable)?;
-        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(unreadable)?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(unreadable)?;
         let analyzer = index.tokenizer_for_field(fields.content)?;
-        Ok(IndexEngine { index, writer: Mutex::new(writer), reader, fields, analyzer })
+        Ok(IndexEngine {
+            writer: Mutex::new(writer),
+            reader,
+            fields,
+            analyzer,
+        })
     }
 
     /// Replaces every doc of `page_path` with `docs` (in page order). Not visible until
     /// [`IndexEngine::commit`]. Each doc is indexed under the `page_path` argument.
     pub fn replace_page(&self, page_path: &str, docs: &[BlockDoc]) -> Result<(), IndexError> {
         let mut ops = Vec::with_capacity(docs.len() + 1);
-        ops.push(UserOperation::Delete(Term::from_field_text(self.fields.page_path, page_path)));
+        ops.push(UserOperation::Delete(Term::from_field_text(
+            self.fields.page_path,
+            page_path,
+        )));
         for (position, doc) in docs.iter().enumerate() {
             ops.push(UserOperation::Add(self.document(page_path, position, doc)));
         }
@@ -243,7 +268,12 @@ impl IndexEngine {
         doc.add_text(f.page_path, page_path);
         doc.add_text(f.title, &block.title);
         doc.add_text(f.content, &block.content);
-        let mut tags: Vec<String> = block.tags.iter().map(|t| normalize_tag(t)).filter(|t| !t.is_empty()).collect();
+        let mut tags: Vec<String> = block
+            .tags
+            .iter()
+            .map(|t| normalize_tag(t))
+            .filter(|t| !t.is_empty())
+            .collect();
         tags.sort_unstable();
         tags.dedup();
         for tag in tags {
@@ -255,7 +285,9 @@ impl IndexEngine {
 
     /// Removes every doc of `page_path`. Not visible until [`IndexEngine::commit`].
     pub fn delete_page(&self, page_path: &str) -> Result<(), IndexError> {
-        self.writer.lock().delete_term(Term::from_field_text(self.fields.page_path, page_path));
+        self.writer
+            .lock()
+            .delete_term(Term::from_field_text(self.fields.page_path, page_path));
         Ok(())
     }
 
@@ -283,7 +315,12 @@ impl IndexEngine {
     /// zero hits. Order: score descending, then `block_id` ascending, so paging is stable.
     /// `total` is the number of matching blocks, capped at [`MAX_SCORE_MATCHES`]; results past
     /// that cap are never returned.
-    pub fn search(&self, query: &str, limit: usize, offset: usize) -> Result<SearchPage, IndexError> {
+    pub fn search(
+        &self,
+        query: &str,
+        limit: usize,
+        offset: usize,
+    ) -> Result<SearchPage, IndexError> {
         let mut analyzer = self.analyzer.clone();
         let clauses = clauses(&mut analyzer, query);
         let Some(query) = search_query(self.fields.content, self.fields.title, &clauses) else {
@@ -293,9 +330,15 @@ impl IndexEngine {
         let end = offset.saturating_add(limit).min(MAX_SCORE_MATCHES);
         if offset >= end {
             let total = searcher.search(&query, &Count)?;
-            return Ok(SearchPage { hits: Vec::new(), total: total.min(MAX_SCORE_MATCHES) });
+            return Ok(SearchPage {
+                hits: Vec::new(),
+                total: total.min(MAX_SCORE_MATCHES),
+            });
         }
-        let order = ((SortBySimilarityScore, Order::Desc), (SortByString::for_field(BLOCK_ID), Order::Asc));
+        let order = (
+            (SortBySimilarityScore, Order::Desc),
+            (SortByString::for_field(BLOCK_ID), Order::Asc),
+        );
         let top = TopDocs::for_doc_range(offset..end).order_by(order);
         let (total, found) = searcher.search(&query, &(Count, top))?;
         let snippets = self.snippet_generator(&searcher, &*query)?;
@@ -303,7 +346,10 @@ impl IndexEngine {
             .into_iter()
             .map(|((score, _), address)| self.hit(&searcher, address, score, Some(&snippets)))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(SearchPage { hits, total: total.min(MAX_SCORE_MATCHES) })
+        Ok(SearchPage {
+            hits,
+            total: total.min(MAX_SCORE_MATCHES),
+        })
     }
 
     /// Blocks tagged `tag` (case-insensitive, leading `#` ignored), in page-path order and within
@@ -313,7 +359,10 @@ impl IndexEngine {
         if tag.is_empty() {
             return Ok(SearchPage::default());
         }
-        let query = TermQuery::new(Term::from_field_text(self.fields.tags, &tag), IndexRecordOption::Basic);
+        let query = TermQuery::new(
+            Term::from_field_text(self.fields.tags, &tag),
+            IndexRecordOption::Basic,
+        );
         self.in_page_order(&query, limit, None)
     }
 
@@ -322,11 +371,11 @@ impl IndexEngine {
     /// unlinked mentions of a page's title or aliases. A phrase without words finds nothing.
     pub fn search_phrase(&self, phrase: &str, limit: usize) -> Result<Vec<Hit>, IndexError> {
         let mut analyzer = self.analyzer.clone();
-        let terms: Vec<String> = analyze(&mut analyzer, phrase).into_iter().map(|t| t.text).collect();
-        if terms.is_empty() {
+        let phrase = Clause::phrase(analyze(&mut analyzer, phrase));
+        if phrase.terms.is_empty() {
             return Ok(Vec::new());
         }
-        let query = field_query(self.fields.content, &terms);
+        let query = field_query(self.fields.content, &phrase);
         let searcher = self.reader.searcher();
         let snippets = self.snippet_generator(&searcher, &*query)?;
         Ok(self.in_page_order(&*query, limit, Some(&snippets))?.hits)
@@ -341,9 +390,18 @@ impl IndexEngine {
         let searcher = self.reader.searcher();
         let limit = limit.min(MAX_SCORE_MATCHES);
         if limit == 0 {
-            return Ok(SearchPage { hits: Vec::new(), total: searcher.search(query, &Count)? });
+            return Ok(SearchPage {
+                hits: Vec::new(),
+                total: searcher.search(query, &Count)?,
+            });
         }
-        let order = ((SortByString::for_field(PAGE_PATH), Order::Asc), (SortByStaticFastValue::<u64>::for_field(POSITION), Order::Asc));
+        let order = (
+            (SortByString::for_field(PAGE_PATH), Order::Asc),
+            (
+                SortByStaticFastValue::<u64>::for_field(POSITION),
+                Order::Asc,
+            ),
+        );
         let top = TopDocs::for_doc_range(0..limit).order_by(order);
         let (total, found) = searcher.search(query, &(Count, top))?;
         let hits = found
@@ -353,7 +411,11 @@ impl IndexEngine {
         Ok(SearchPage { hits, total })
     }
 
-    fn snippet_generator(&self, searcher: &Searcher, query: &dyn Query) -> Result<SnippetGenerator, IndexError> {
+    fn snippet_generator(
+        &self,
+        searcher: &Searcher,
+        query: &dyn Query,
+    ) -> Result<SnippetGenerator, IndexError> {
         let mut generator = SnippetGenerator::create(searcher, query, self.fields.content)?;
         generator.set_max_num_chars(SNIPPET_MAX_BYTES);
         Ok(generator)
@@ -367,13 +429,24 @@ impl IndexEngine {
         snippets: Option<&SnippetGenerator>,
     ) -> Result<Hit, IndexError> {
         let doc: TantivyDocument = searcher.doc(address)?;
-        let text = |field: Field| doc.get_first(field).and_then(|v| v.as_str()).unwrap_or_default().to_owned();
+        let text = |field: Field| {
+            doc.get_first(field)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_owned()
+        };
         let content = text(self.fields.content);
         let snippet = match snippets {
             Some(generator) => render_snippet(&generator.snippet(&content), &content),
             None => lead(&content),
         };
-        Ok(Hit { block_id: text(self.fields.block_id), page_path: text(self.fields.page_path), content, snippet, score })
+        Ok(Hit {
+            block_id: text(self.fields.block_id),
+            page_path: text(self.fields.page_path),
+            content,
+            snippet,
+            score,
+        })
     }
 
     /// Number of searchable block docs as of the last commit.
@@ -396,7 +469,8 @@ impl IndexEngine {
                 let live = match segment.alive_bitset() {
                     None => true,
                     Some(alive) => {
-                        let mut postings = inverted.read_postings_from_terminfo(terms.value(), IndexRecordOption::Basic)?;
+                        let mut postings = inverted
+                            .read_postings_from_terminfo(terms.value(), IndexRecordOption::Basic)?;
                         let mut doc = postings.doc();
                         while doc != TERMINATED && !alive.is_alive(doc) {
                             doc = postings.advance();
@@ -410,11 +484,6 @@ impl IndexEngine {
             }
         }
         Ok(u64::try_from(pages.len()).unwrap_or(u64::MAX))
-    }
-
-    /// The underlying Tantivy index (for diagnostics such as segment counts).
-    pub fn index(&self) -> &Index {
-        &self.index
     }
 }
 
@@ -451,7 +520,8 @@ fn render_snippet(snippet: &Snippet, text: &str) -> String {
     }
     let mut at = 0;
     for mark in tantivy::snippet::collapse_overlapped_ranges(snippet.highlighted()) {
-        let (Some(before), Some(word)) = (fragment.get(at..mark.start), fragment.get(mark.clone())) else {
+        let (Some(before), Some(word)) = (fragment.get(at..mark.start), fragment.get(mark.clone()))
+        else {
             continue;
         };
         escape_into(before, &mut out);
@@ -505,7 +575,10 @@ mod tests {
         let text = "é".repeat(200);
         let out = lead(&text);
         assert!(out.ends_with('…'));
-        assert_eq!(out.chars().filter(|c| *c == 'é').count(), SNIPPET_MAX_BYTES / 2);
+        assert_eq!(
+            out.chars().filter(|c| *c == 'é').count(),
+            SNIPPET_MAX_BYTES / 2
+        );
         assert_eq!(lead("a<b & c>"), "a&lt;b &amp; c&gt;");
     }
 

@@ -38,18 +38,24 @@ pub struct ExclusiveGuard<'a> {
 
 impl IndexingGuard {
     pub fn new() -> Self {
-        IndexingGuard { lock: RwLock::new(()) }
+        IndexingGuard {
+            lock: RwLock::new(()),
+        }
     }
 
     /// Waits up to `budget` for no rebuild to be running or queued; `None` when the budget passes.
     pub fn shared(&self, budget: Duration) -> Option<SharedGuard<'_>> {
-        self.lock.try_read_for(budget).map(|guard| SharedGuard { _guard: guard })
+        self.lock
+            .try_read_for(budget)
+            .map(|guard| SharedGuard { _guard: guard })
     }
 
     /// Waits up to `budget` for every writer to finish; `None` when the budget passes. While this
     /// call waits, new writers queue behind it.
     pub fn exclusive(&self, budget: Duration) -> Option<ExclusiveGuard<'_>> {
-        self.lock.try_write_for(budget).map(|guard| ExclusiveGuard { _guard: guard })
+        self.lock
+            .try_write_for(budget)
+            .map(|guard| ExclusiveGuard { _guard: guard })
     }
 
     /// Whether a rebuild currently holds the exclusive guard (for status reports).

@@ -12,6 +12,8 @@ mod guard;
 mod query;
 mod tokenizer;
 
-pub use engine::{BlockDoc, Hit, IndexEngine, MAX_SCORE_MATCHES, SCHEMA_VERSION, SearchPage, normalize_tag};
+pub use engine::{
+    BlockDoc, Hit, IndexEngine, MAX_SCORE_MATCHES, SCHEMA_VERSION, SearchPage, normalize_tag,
+};
 pub use error::IndexError;
 pub use guard::{ExclusiveGuard, IndexingGuard, SharedGuard};

@@ -5,7 +5,7 @@
 //! double quotes makes a phrase; an unpaired quote is ignored.
 
 use tantivy::Term;
-use tantivy::query::{BooleanQuery, BoostQuery, Occur, PhraseQuery, Query, TermQuery};
+use tantivy::query::{BooleanQuery, BoostQuery, EmptyQuery, Occur, PhraseQuery, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::TextAnalyzer;
 
@@ -19,10 +19,30 @@ const TITLE_BOOST: f32 = 0.5;
 /// rather than building a boolean query with thousands of required clauses.
 pub(crate) const MAX_CLAUSES: usize = 64;
 
-/// One required part of a query: a single term, or a phrase of terms that must be adjacent.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One required part of a query: a single term, or a phrase of terms at the given distances.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Clause {
     pub terms: Vec<String>,
+    /// Position of each term relative to the first; a gap marks a token the analyzer dropped.
+    pub offsets: Vec<usize>,
+}
+
+impl Clause {
+    fn push(&mut self, token: QueryToken, first_position: usize) {
+        self.offsets
+            .push(token.position.saturating_sub(first_position));
+        self.terms.push(token.text);
+    }
+
+    /// The clause of a quoted phrase.
+    pub(crate) fn phrase(tokens: Vec<QueryToken>) -> Clause {
+        let first = tokens.first().map_or(0, |t| t.position);
+        let mut clause = Clause::default();
+        for token in tokens {
+            clause.push(token, first);
+        }
+        clause
+    }
 }
 
 /// Splits the user's text into required clauses (see the module docs).
@@ -34,7 +54,7 @@ pub(crate) fn clauses(analyzer: &mut TextAnalyzer, text: &str) -> Vec<Clause> {
         let quoted = i % 2 == 1 && i + 1 < parts.len();
         let tokens = analyze(analyzer, part);
         if quoted {
-            push_unique(&mut out, Clause { terms: tokens.into_iter().map(|t| t.text).collect() });
+            push_unique(&mut out, Clause::phrase(tokens));
         } else {
             for clause in word_clauses(tokens) {
                 push_unique(&mut out, clause);
@@ -49,14 +69,25 @@ pub(crate) fn clauses(analyzer: &mut TextAnalyzer, text: &str) -> Vec<Clause> {
 /// characters (indexed one per token) must stay together as a phrase.
 fn word_clauses(tokens: Vec<QueryToken>) -> Vec<Clause> {
     let mut out: Vec<Clause> = Vec::new();
-    let mut run_end: Option<usize> = None;
+    // End offset and first position of the open run of unspaced characters.
+    let mut run: Option<(usize, usize)> = None;
     for token in tokens {
-        let continues_run = token.unspaced && run_end == Some(token.offset_from);
-        match out.last_mut() {
-            Some(last) if continues_run => last.terms.push(token.text),
-            _ => out.push(Clause { terms: vec![token.text] }),
+        let (from, to, position, unspaced) = (
+            token.offset_from,
+            token.offset_to,
+            token.position,
+            token.unspaced,
+        );
+        match (out.last_mut(), run) {
+            (Some(last), Some((end, first))) if unspaced && end == from => {
+                last.push(token, first);
+                run = Some((to, first));
+            }
+            _ => {
+                out.push(Clause::phrase(vec![token]));
+                run = unspaced.then_some((to, position));
+            }
         }
-        run_end = token.unspaced.then_some(token.offset_to);
     }
     out
 }
@@ -68,21 +99,31 @@ fn push_unique(out: &mut Vec<Clause>, clause: Clause) {
 }
 
 /// A query on one field matching the clause: a term query or a phrase query.
-pub(crate) fn field_query(field: Field, terms: &[String]) -> Box<dyn Query> {
-    match terms {
+pub(crate) fn field_query(field: Field, clause: &Clause) -> Box<dyn Query> {
+    match clause.terms.as_slice() {
+        [] => Box::new(EmptyQuery),
         [term] => Box::new(TermQuery::new(
             Term::from_field_text(field, term),
             IndexRecordOption::WithFreqs,
         )),
-        _ => Box::new(PhraseQuery::new(
-            terms.iter().map(|t| Term::from_field_text(field, t)).collect(),
+        terms => Box::new(PhraseQuery::new_with_offset(
+            clause
+                .offsets
+                .iter()
+                .zip(terms)
+                .map(|(offset, term)| (*offset, Term::from_field_text(field, term)))
+                .collect(),
         )),
     }
 }
 
 /// Every clause must match, each in the content or (boosted lower) in the title. `None` when
 /// there is no clause, i.e. nothing to search for.
-pub(crate) fn search_query(content: Field, title: Field, clauses: &[Clause]) -> Option<Box<dyn Query>> {
+pub(crate) fn search_query(
+    content: Field,
+    title: Field,
+    clauses: &[Clause],
+) -> Option<Box<dyn Query>> {
     if clauses.is_empty() {
         return None;
     }
@@ -90,8 +131,11 @@ pub(crate) fn search_query(content: Field, title: Field, clauses: &[Clause]) -> 
         .iter()
         .map(|clause| {
             let either: Box<dyn Query> = Box::new(BooleanQuery::new(vec![
-                (Occur::Should, field_query(content, &clause.terms)),
-                (Occur::Should, Box::new(BoostQuery::new(field_query(title, &clause.terms), TITLE_BOOST))),
+                (Occur::Should, field_query(content, clause)),
+                (
+                    Occur::Should,
+                    Box::new(BoostQuery::new(field_query(title, clause), TITLE_BOOST)),
+                ),
             ]));
             (Occur::Must, either)
         })
@@ -105,11 +149,17 @@ mod tests {
     use crate::tokenizer::analyzer;
 
     fn check(text: &str) -> Vec<Vec<String>> {
-        clauses(&mut analyzer(), text).into_iter().map(|c| c.terms).collect()
+        clauses(&mut analyzer(), text)
+            .into_iter()
+            .map(|c| c.terms)
+            .collect()
     }
 
     fn v(items: &[&[&str]]) -> Vec<Vec<String>> {
-        items.iter().map(|c| c.iter().map(|s| s.to_string()).collect()).collect()
+        items
+            .iter()
+            .map(|c| c.iter().map(|s| s.to_string()).collect())
+            .collect()
     }
 
     #[test]
@@ -119,20 +169,40 @@ mod tests {
 
     #[test]
     fn quotes_make_phrases_and_unpaired_quotes_are_ignored() {
-        assert_eq!(check("\"hello world\" x"), v(&[&["hello", "world"], &["x"]]));
+        assert_eq!(
+            check("\"hello world\" x"),
+            v(&[&["hello", "world"], &["x"]])
+        );
         assert_eq!(check("\"hello world"), v(&[&["hello"], &["world"]]));
-        assert_eq!(check("a \"b c\" \"d e"), v(&[&["a"], &["b", "c"], &["d"], &["e"]]));
+        assert_eq!(
+            check("a \"b c\" \"d e"),
+            v(&[&["a"], &["b", "c"], &["d"], &["e"]])
+        );
     }
 
     #[test]
     fn syntax_characters_are_separators() {
-        assert_eq!(check("title:x AND (b* -x"), v(&[&["title"], &["x"], &["and"], &["b"]]));
+        assert_eq!(
+            check("title:x AND (b* -x"),
+            v(&[&["title"], &["x"], &["and"], &["b"]])
+        );
         assert!(check("* ( ) - : \"").is_empty());
     }
 
     #[test]
     fn han_runs_are_phrases() {
-        assert_eq!(check("东京 大阪x"), v(&[&["东", "京"], &["大", "阪"], &["x"]]));
+        assert_eq!(
+            check("东京 大阪x"),
+            v(&[&["东", "京"], &["大", "阪"], &["x"]])
+        );
+    }
+
+    #[test]
+    fn phrases_keep_the_gap_of_a_dropped_token() {
+        let long = "x".repeat(100);
+        let found = clauses(&mut analyzer(), &format!("\"keep {long} this\" 东京"));
+        assert_eq!(found[0].offsets, [0, 2]);
+        assert_eq!(found[1].offsets, [0, 1]);
     }
 
     #[test]

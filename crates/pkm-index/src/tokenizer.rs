@@ -48,7 +48,11 @@ impl Tokenizer for WordTokenizer {
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> WordTokenStream<'a> {
         self.token.reset();
-        WordTokenStream { text, cursor: 0, token: &mut self.token }
+        WordTokenStream {
+            text,
+            cursor: 0,
+            token: &mut self.token,
+        }
     }
 }
 
@@ -90,7 +94,9 @@ impl TokenStream for WordTokenStream<'_> {
         self.token.position = self.token.position.wrapping_add(1);
         self.token.offset_from = from;
         self.token.offset_to = to;
-        self.token.text.push_str(self.text.get(from..to).unwrap_or_default());
+        self.token
+            .text
+            .push_str(self.text.get(from..to).unwrap_or_default());
         true
     }
 
@@ -109,6 +115,8 @@ pub(crate) struct QueryToken {
     pub text: String,
     pub offset_from: usize,
     pub offset_to: usize,
+    /// Position in the analyzed text; dropped (over-long) tokens leave gaps, as in the index.
+    pub position: usize,
     /// The token is a single character of an unspaced script.
     pub unspaced: bool,
 }
@@ -118,13 +126,17 @@ pub(crate) fn analyze(analyzer: &mut TextAnalyzer, text: &str) -> Vec<QueryToken
     let mut out = Vec::new();
     let mut stream = analyzer.token_stream(text);
     while let Some(token) = stream.next() {
-        let source = text.get(token.offset_from..token.offset_to).unwrap_or_default();
+        let source = text
+            .get(token.offset_from..token.offset_to)
+            .unwrap_or_default();
         let mut chars = source.chars();
-        let unspaced = matches!((chars.next(), chars.next()), (Some(c), None) if is_unspaced_script(c));
+        let unspaced =
+            matches!((chars.next(), chars.next()), (Some(c), None) if is_unspaced_script(c));
         out.push(QueryToken {
             text: token.text.clone(),
             offset_from: token.offset_from,
             offset_to: token.offset_to,
+            position: token.position,
             unspaced,
         });
     }
@@ -136,22 +148,34 @@ mod tests {
     use super::*;
 
     fn texts(input: &str) -> Vec<String> {
-        analyze(&mut analyzer(), input).into_iter().map(|t| t.text).collect()
+        analyze(&mut analyzer(), input)
+            .into_iter()
+            .map(|t| t.text)
+            .collect()
     }
 
     #[test]
     fn words_are_lowercased_and_folded() {
-        assert_eq!(texts("Café  RÉSUMÉ, naïve-Straße"), ["cafe", "resume", "naive", "strasse"]);
+        assert_eq!(
+            texts("Café  RÉSUMÉ, naïve-Straße"),
+            ["cafe", "resume", "naive", "strasse"]
+        );
     }
 
     #[test]
     fn query_syntax_is_just_separators() {
-        assert_eq!(texts("title:x AND (b* -c \"d"), ["title", "x", "and", "b", "c", "d"]);
+        assert_eq!(
+            texts("title:x AND (b* -c \"d"),
+            ["title", "x", "and", "b", "c", "d"]
+        );
     }
 
     #[test]
     fn han_and_kana_are_one_token_per_char() {
-        assert_eq!(texts("东京tower ひらがな"), ["东", "京", "tower", "ひ", "ら", "が", "な"]);
+        assert_eq!(
+            texts("东京tower ひらがな"),
+            ["东", "京", "tower", "ひ", "ら", "が", "な"]
+        );
     }
 
     #[test]

@@ -29,7 +29,11 @@ pub enum MarkdownError {
     MultipleDocuments,
     /// The YAML scanner or parser rejected the text.
     #[error("invalid YAML in frontmatter at line {line}, column {col}: {message}")]
-    Syntax { message: String, line: usize, col: usize },
+    Syntax {
+        message: String,
+        line: usize,
+        col: usize,
+    },
     /// The tag is empty or holds characters a tag cannot hold (whitespace, control characters).
     #[error("invalid tag {0:?}")]
     InvalidTag(String),
@@ -53,7 +57,9 @@ impl MarkdownError {
 impl From<MarkdownError> for KbError {
     fn from(e: MarkdownError) -> Self {
         let hint = match e {
-            MarkdownError::InvalidTag(_) => "Tags are letters, digits and `_ - / .`, without spaces.",
+            MarkdownError::InvalidTag(_) => {
+                "Tags are letters, digits and `_ - / .`, without spaces."
+            }
             MarkdownError::UnsupportedTags(_) => {
                 "Write `tags` as a list (`tags: [a, b]`) and retry, or edit the note with kb_write_page."
             }

@@ -22,8 +22,16 @@ pub(crate) fn lines(text: &str, from: usize) -> impl Iterator<Item = Line> + '_ 
             Some(i) => (pos + i, pos + i + 1),
             None => (text.len(), text.len()),
         };
-        let end = if end > pos && text.as_bytes().get(end - 1) == Some(&b'\r') { end - 1 } else { end };
-        let line = Line { start: pos, end, next };
+        let end = if end > pos && text.as_bytes().get(end - 1) == Some(&b'\r') {
+            end - 1
+        } else {
+            end
+        };
+        let line = Line {
+            start: pos,
+            end,
+            next,
+        };
         pos = next;
         Some(line)
     })
@@ -93,7 +101,12 @@ pub(crate) fn bullet(s: &str, col: usize) -> Option<Bullet> {
     };
     let rest = s.get(width..)?;
     if rest.is_empty() {
-        return Some(Bullet { content_offset_cols: width + 1, content_offset_bytes: width, empty: true, ordered_not_one });
+        return Some(Bullet {
+            content_offset_cols: width + 1,
+            content_offset_bytes: width,
+            empty: true,
+            ordered_not_one,
+        });
     }
     if !matches!(rest.as_bytes().first(), Some(b' ' | b'\t')) {
         return None;
@@ -115,12 +128,22 @@ pub(crate) fn bullet(s: &str, col: usize) -> Option<Bullet> {
     };
     let empty = ws_bytes == rest.len();
     if empty {
-        return Some(Bullet { content_offset_cols: width + 1, content_offset_bytes: s.len(), empty, ordered_not_one });
+        return Some(Bullet {
+            content_offset_cols: width + 1,
+            content_offset_bytes: s.len(),
+            empty,
+            ordered_not_one,
+        });
     }
     // Five or more spaces after the bullet start indented code inside the item; the content
     // column is then one past the bullet (CommonMark 5.2). The text itself is kept trimmed.
     let cols = if ws_cols_abs > 4 { 1 } else { ws_cols_abs };
-    Some(Bullet { content_offset_cols: width + cols, content_offset_bytes: width + ws_bytes, empty, ordered_not_one })
+    Some(Bullet {
+        content_offset_cols: width + cols,
+        content_offset_bytes: width + ws_bytes,
+        empty,
+        ordered_not_one,
+    })
 }
 
 /// `***`, `---`, `___` (three or more, spaces between allowed), indentation already removed.
@@ -219,7 +242,12 @@ pub(crate) fn fence_closes(s: &str, fence: Fence) -> bool {
 /// A `key:: value` property line: the key (letters, digits, `_`, `-`) starts the line.
 pub(crate) fn property(s: &str) -> Option<(&str, &str)> {
     let (key, rest) = s.split_once("::")?;
-    if key.is_empty() || key.starts_with('-') || !key.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-') {
+    if key.is_empty()
+        || key.starts_with('-')
+        || !key
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+    {
         return None;
     }
     if !(rest.is_empty() || rest.starts_with([' ', '\t'])) {
@@ -244,9 +272,14 @@ mod tests {
 
     #[test]
     fn bullets() {
-        assert!(bullet("- a", 0).is_some_and(|b| b.content_offset_cols == 2 && b.content_offset_bytes == 2));
+        assert!(
+            bullet("- a", 0)
+                .is_some_and(|b| b.content_offset_cols == 2 && b.content_offset_bytes == 2)
+        );
         assert!(bullet("-", 0).is_some_and(|b| b.empty));
-        assert!(bullet("12. a", 0).is_some_and(|b| b.content_offset_cols == 4 && b.ordered_not_one));
+        assert!(
+            bullet("12. a", 0).is_some_and(|b| b.content_offset_cols == 4 && b.ordered_not_one)
+        );
         assert!(bullet("1) a", 0).is_some_and(|b| !b.ordered_not_one));
         assert!(bullet("-a", 0).is_none());
         assert!(bullet("**bold**", 0).is_none());
@@ -288,7 +321,9 @@ mod tests {
         assert_eq!(indent("\t  x"), (6, 3));
         assert_eq!(strip_cols("\t  x", 4), "  x");
         assert_eq!(strip_cols("  x", 4), "x");
-        let v: Vec<_> = lines("a\r\nb\n\nc", 0).map(|l| (l.start, l.end, l.next)).collect();
+        let v: Vec<_> = lines("a\r\nb\n\nc", 0)
+            .map(|l| (l.start, l.end, l.next))
+            .collect();
         assert_eq!(v, vec![(0, 1, 3), (3, 4, 5), (5, 5, 6), (6, 7, 7)]);
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod errors;
+pub mod http;
 pub mod schema;
 pub mod scope;
 pub mod server;

@@ -180,3 +180,21 @@ pub static TOOLS: &[Tool] = &[
 pub fn find(name: &str) -> Option<&'static Tool> {
     TOOLS.iter().find(|t| t.name == name)
 }
+
+/// The markdown table of tools for `docs/advanced/mcp.md`, rendered from `TOOLS`.
+pub fn docs_table() -> String {
+    let mut s = String::from("| Tool | Scope (rate tier) | Read-only | Destructive | Idempotent | What it does |\n|---|---|---|---|---|---|\n");
+    let yes = |b: bool| if b { "yes" } else { "no" };
+    for t in TOOLS {
+        s.push_str(&format!(
+            "| `{}` | `{}` | {} | {} | {} | {} |\n",
+            t.name,
+            t.scope,
+            yes(t.read_only),
+            yes(t.destructive),
+            yes(t.idempotent),
+            t.description
+        ));
+    }
+    s
+}

@@ -1,0 +1,776 @@
+//! Behaviour of the search index as the command layer relies on it.
+
+// clippy.toml's allow-unwrap-in-tests covers `#[test]` fns only, not this binary's helpers.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use pkm_core::ErrorKind;
+use pkm_index::{
+    BlockDoc, IndexEngine, IndexError, IndexingGuard, MAX_SCORE_MATCHES, SearchPage, autocomplete,
+};
+use tempfile::TempDir;
+
+fn block(id: &str, page: &str, content: &str) -> BlockDoc {
+    BlockDoc {
+        block_id: id.to_owned(),
+        page_path: page.to_owned(),
+        title: page.trim_end_matches(".md").to_owned(),
+        content: content.to_owned(),
+        tags: Vec::new(),
+    }
+}
+
+fn tagged(id: &str, page: &str, content: &str, tags: &[&str]) -> BlockDoc {
+    BlockDoc {
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        ..block(id, page, content)
+    }
+}
+
+fn engine() -> (TempDir, IndexEngine) {
+    let dir = TempDir::new().unwrap();
+    let engine = IndexEngine::open(&dir.path().join("search")).unwrap();
+    (dir, engine)
+}
+
+/// An engine holding `pages` (path, blocks), committed.
+fn engine_with(pages: &[(&str, Vec<BlockDoc>)]) -> (TempDir, IndexEngine) {
+    let (dir, engine) = engine();
+    for (path, docs) in pages {
+        engine.replace_page(path, docs).unwrap();
+    }
+    engine.commit().unwrap();
+    (dir, engine)
+}
+
+fn ids(page: &SearchPage) -> Vec<&str> {
+    page.hits.iter().map(|h| h.block_id.as_str()).collect()
+}
+
+fn search_ids(engine: &IndexEngine, query: &str) -> Vec<String> {
+    let mut found: Vec<String> = engine
+        .search(query, 100, 0)
+        .unwrap()
+        .hits
+        .into_iter()
+        .map(|h| h.block_id)
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn engine_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<IndexEngine>();
+    assert_send_sync::<IndexingGuard>();
+}
+
+#[test]
+fn a_committed_block_is_found_with_a_highlighted_snippet() {
+    let (_dir, engine) = engine();
+    engine
+        .replace_page(
+            "notes/animals.md",
+            &[block(
+                "b1",
+                "notes/animals.md",
+                "The quick brown fox jumps over <the> dog",
+            )],
+        )
+        .unwrap();
+    assert_eq!(
+        engine.search("fox", 10, 0).unwrap().total,
+        0,
+        "invisible before commit"
+    );
+
+    engine.commit().unwrap();
+    let page = engine.search("FOX", 10, 0).unwrap();
+    assert_eq!(page.total, 1);
+    let hit = &page.hits[0];
+    assert_eq!(hit.block_id, "b1");
+    assert_eq!(hit.page_path, "notes/animals.md");
+    assert_eq!(hit.content, "The quick brown fox jumps over <the> dog");
+    assert_eq!(
+        hit.snippet,
+        "The quick brown <b>fox</b> jumps over &lt;the&gt; dog"
+    );
+    assert!(hit.score > 0.0);
+}
+
+#[test]
+fn long_content_gets_a_cut_snippet_around_the_match() {
+    let filler = "lorem ipsum dolor sit amet ".repeat(20);
+    let content = format!("{filler}the needle is here {filler}");
+    let (_dir, engine) = engine_with(&[("a.md", vec![block("b1", "a.md", &content)])]);
+    let snippet = &engine.search("needle", 10, 0).unwrap().hits[0].snippet;
+    assert!(snippet.contains("<b>needle</b>"), "{snippet}");
+    assert!(
+        snippet.starts_with('…') && snippet.ends_with('…'),
+        "{snippet}"
+    );
+    assert!(snippet.len() < content.len() / 2, "{snippet}");
+}
+
+#[test]
+fn every_word_must_match_in_content_or_title() {
+    let (_dir, engine) = engine_with(&[
+        (
+            "rust.md",
+            vec![
+                block("r1", "rust.md", "async io"),
+                block("r2", "rust.md", "ownership"),
+            ],
+        ),
+        (
+            "notes.md",
+            vec![
+                block("n1", "notes.md", "rust async runtime"),
+                block("n2", "notes.md", "python async"),
+            ],
+        ),
+    ]);
+    assert_eq!(search_ids(&engine, "rust async"), ["n1", "r1"]);
+    assert_eq!(search_ids(&engine, "async"), ["n1", "n2", "r1"]);
+    assert_eq!(search_ids(&engine, "python runtime"), Vec::<String>::new());
+}
+
+#[test]
+fn accents_and_case_are_folded() {
+    let (_dir, engine) = engine_with(&[(
+        "a.md",
+        vec![
+            block("b1", "a.md", "Un Café à Paris"),
+            block("b2", "a.md", "Straße"),
+        ],
+    )]);
+    assert_eq!(search_ids(&engine, "cafe"), ["b1"]);
+    assert_eq!(search_ids(&engine, "CAFÉ"), ["b1"]);
+    assert_eq!(search_ids(&engine, "strasse"), ["b2"]);
+}
+
+#[test]
+fn han_text_is_searchable_by_words_inside_a_sentence() {
+    let (_dir, engine) = engine_with(&[(
+        "a.md",
+        vec![
+            block("b1", "a.md", "我明天去东京旅行"),
+            block("b2", "a.md", "京东商城"),
+            block("b3", "a.md", "Привет мир"),
+        ],
+    )]);
+    assert_eq!(search_ids(&engine, "东京"), ["b1"]);
+    assert_eq!(search_ids(&engine, "京东"), ["b2"]);
+    assert_eq!(search_ids(&engine, "привет"), ["b3"]);
+}
+
+#[test]
+fn quoted_words_match_as_a_phrase() {
+    let (_dir, engine) = engine_with(&[(
+        "a.md",
+        vec![
+            block("b1", "a.md", "a brown fox"),
+            block("b2", "a.md", "the fox is brown"),
+        ],
+    )]);
+    assert_eq!(search_ids(&engine, "\"brown fox\""), ["b1"]);
+    assert_eq!(search_ids(&engine, "brown fox"), ["b1", "b2"]);
+}
+
+#[test]
+fn query_syntax_is_searched_as_words() {
+    let (_dir, engine) = engine_with(&[
+        (
+            "x.md",
+            vec![
+                block("title-x", "x.md", "the title is x"),
+                block("x-only", "x.md", "just x here"),
+            ],
+        ),
+        (
+            "other.md",
+            vec![
+                block("and-words", "other.md", "a and b"),
+                block("star", "other.md", "content with a * star"),
+            ],
+        ),
+        (
+            "u.md",
+            vec![block("unbalanced", "u.md", "an unbalanced quote")],
+        ),
+    ]);
+    // `title:x` is two words, not a field query: the page titled "x" alone does not match.
+    assert_eq!(search_ids(&engine, "title:x"), ["title-x"]);
+    // `-x` does not negate.
+    assert_eq!(search_ids(&engine, "-x"), ["title-x", "x-only"]);
+    // `*` is no wildcard: nothing to search for.
+    assert_eq!(engine.search("*", 10, 0).unwrap(), SearchPage::default());
+    assert_eq!(search_ids(&engine, "content:*"), ["star"]);
+    assert_eq!(search_ids(&engine, "\"unbalanced"), ["unbalanced"]);
+    assert_eq!(search_ids(&engine, "a AND (b"), ["and-words"]);
+    for hostile in [
+        "title:",
+        "(",
+        ")",
+        "[",
+        "]",
+        "{",
+        "}",
+        "^",
+        "~2",
+        "\"\"",
+        "\\",
+        "OR",
+        "NOT x",
+        "+a",
+        "a:b:c",
+        "field:[a TO b]",
+    ] {
+        engine.search(hostile, 10, 0).unwrap();
+    }
+}
+
+#[test]
+fn a_phrase_spanning_an_overlong_token_still_matches() {
+    let long = "z".repeat(100);
+    let (_dir, engine) = engine_with(&[(
+        "a.md",
+        vec![block("b1", "a.md", &format!("keep {long} this"))],
+    )]);
+    assert_eq!(
+        search_ids(&engine, &format!("\"keep {long} this\"")),
+        ["b1"]
+    );
+    assert_eq!(
+        engine
+            .search_phrase(&format!("keep {long} this"), 10)
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn a_query_without_words_finds_nothing() {
+    let (_dir, engine) = engine_with(&[("a.md", vec![block("b1", "a.md", "something")])]);
+    for empty in ["", "   ", "!!! ... ---", "\"\""] {
+        assert_eq!(
+            engine.search(empty, 10, 0).unwrap(),
+            SearchPage::default(),
+            "{empty:?}"
+        );
+    }
+}
+
+#[test]
+fn paging_returns_every_match_once_in_a_stable_order() {
+    // Repeating the word varies the score; identical blocks tie and must be ordered by id.
+    let docs: Vec<BlockDoc> = (0..25)
+        .map(|i| {
+            block(
+                &format!("id{i:02}"),
+                "p.md",
+                &format!("{} filler words", "common ".repeat(1 + i % 4)),
+            )
+        })
+        .collect();
+    let (_dir, engine) = engine_with(&[("p.md", docs)]);
+
+    let mut seen = Vec::new();
+    let mut offset = 0;
+    loop {
+        let page = engine.search("common", 7, offset).unwrap();
+        assert_eq!(page.total, 25);
+        if page.hits.is_empty() {
+            break;
+        }
+        seen.extend(page.hits);
+        offset += 7;
+    }
+    let unique: HashSet<&str> = seen.iter().map(|h| h.block_id.as_str()).collect();
+    assert_eq!(seen.len(), 25);
+    assert_eq!(unique.len(), 25);
+    for pair in seen.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        assert!(
+            a.score > b.score || (a.score == b.score && a.block_id < b.block_id),
+            "{a:?} before {b:?}"
+        );
+    }
+    assert_eq!(
+        engine.search("common", 7, 0).unwrap(),
+        engine.search("common", 7, 0).unwrap()
+    );
+}
+
+#[test]
+fn ties_are_ordered_by_block_id_across_segments() {
+    let (_dir, engine) = engine();
+    // One commit per page: each lands in its own segment, in an order unrelated to the ids.
+    for (page, ids) in [
+        ("z.md", ["d", "b"]),
+        ("m.md", ["e", "a"]),
+        ("a.md", ["c", "f"]),
+    ] {
+        let docs: Vec<BlockDoc> = ids
+            .iter()
+            .map(|id| tagged(id, page, "same text", &["t"]))
+            .collect();
+        engine.replace_page(page, &docs).unwrap();
+        engine.commit().unwrap();
+    }
+    let all = engine.search("same", 10, 0).unwrap();
+    assert_eq!(ids(&all), ["a", "b", "c", "d", "e", "f"]);
+    assert_eq!(ids(&engine.search("same", 2, 2).unwrap()), ["c", "d"]);
+    assert_eq!(
+        ids(&engine.search_by_tag("t", 10).unwrap()),
+        ["c", "f", "e", "a", "d", "b"]
+    );
+}
+
+#[test]
+fn paging_stops_at_the_score_match_cap() {
+    let docs: Vec<BlockDoc> = (0..MAX_SCORE_MATCHES + 10)
+        .map(|i| block(&format!("b{i:05}"), "big.md", "same words"))
+        .collect();
+    let (_dir, engine) = engine_with(&[("big.md", docs)]);
+    let page = engine.search("same", 10, 0).unwrap();
+    assert_eq!(page.total, MAX_SCORE_MATCHES);
+    assert_eq!(
+        ids(&page),
+        (0..10).map(|i| format!("b{i:05}")).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        engine
+            .search("same", 10, MAX_SCORE_MATCHES - 5)
+            .unwrap()
+            .hits
+            .len(),
+        5
+    );
+    let past = engine.search("same", 10, MAX_SCORE_MATCHES).unwrap();
+    assert!(past.hits.is_empty());
+    assert_eq!(past.total, MAX_SCORE_MATCHES);
+    assert!(engine.search("same", 0, 0).unwrap().hits.is_empty());
+}
+
+#[test]
+fn replace_page_drops_the_old_blocks() {
+    let (_dir, engine) = engine_with(&[(
+        "a.md",
+        vec![
+            block("old1", "a.md", "alpha"),
+            block("old2", "a.md", "alpha two"),
+        ],
+    )]);
+    engine
+        .replace_page("a.md", &[block("new1", "a.md", "beta")])
+        .unwrap();
+    // A second replace before the commit supersedes the first one.
+    engine
+        .replace_page("a.md", &[block("new2", "a.md", "beta gamma")])
+        .unwrap();
+    engine.commit().unwrap();
+    assert_eq!(search_ids(&engine, "alpha"), Vec::<String>::new());
+    assert_eq!(search_ids(&engine, "beta"), ["new2"]);
+    assert_eq!(engine.doc_count(), 1);
+}
+
+#[test]
+fn delete_page_and_clear_remove_blocks_and_counts_follow() {
+    let (_dir, engine) = engine_with(&[
+        (
+            "a.md",
+            vec![block("a1", "a.md", "shared"), block("a2", "a.md", "shared")],
+        ),
+        ("b.md", vec![block("b1", "b.md", "shared")]),
+        ("c.md", vec![block("c1", "c.md", "shared")]),
+    ]);
+    assert_eq!((engine.doc_count(), engine.page_count().unwrap()), (4, 3));
+
+    engine.delete_page("b.md").unwrap();
+    engine.delete_page("missing.md").unwrap();
+    engine.commit().unwrap();
+    assert_eq!(search_ids(&engine, "shared"), ["a1", "a2", "c1"]);
+    // b.md is still in the segment's term dictionary, only marked deleted.
+    assert_eq!((engine.doc_count(), engine.page_count().unwrap()), (3, 2));
+
+    engine.clear().unwrap();
+    engine.commit().unwrap();
+    assert_eq!((engine.doc_count(), engine.page_count().unwrap()), (0, 0));
+    assert_eq!(engine.search("shared", 10, 0).unwrap().total, 0);
+}
+
+#[test]
+fn tag_search_ignores_case_and_a_leading_hash() {
+    let (_dir, engine) = engine_with(&[
+        (
+            "b.md",
+            vec![
+                tagged("b1", "b.md", "one", &["Project"]),
+                block("b2", "b.md", "two"),
+                tagged("b3", "b.md", "three", &["#project"]),
+            ],
+        ),
+        (
+            "a.md",
+            vec![tagged("a1", "a.md", "first <x>", &["#Research", "project"])],
+        ),
+        ("c.md", vec![tagged("c1", "c.md", "other", &["projects"])]),
+    ]);
+    for query in ["project", "#project", "PROJECT", "#Project", " #project "] {
+        let page = engine.search_by_tag(query, 10).unwrap();
+        assert_eq!(ids(&page), ["a1", "b1", "b3"], "{query}");
+        assert_eq!(page.total, 3);
+    }
+    let research = engine.search_by_tag("research", 10).unwrap();
+    assert_eq!(ids(&research), ["a1"]);
+    assert_eq!(research.hits[0].score, 1.0);
+    assert_eq!(research.hits[0].snippet, "first &lt;x&gt;");
+    let limited = engine.search_by_tag("project", 2).unwrap();
+    assert_eq!((ids(&limited), limited.total), (vec!["a1", "b1"], 3));
+    assert_eq!(engine.search_by_tag("proj", 10).unwrap().total, 0);
+    assert_eq!(
+        engine.search_by_tag("#", 10).unwrap(),
+        SearchPage::default()
+    );
+}
+
+#[test]
+fn phrase_search_finds_adjacent_words_only() {
+    let (_dir, engine) = engine_with(&[
+        (
+            "b.md",
+            vec![
+                block("b1", "b.md", "Notes on Machine Learning today"),
+                block("b2", "b.md", "learning a machine"),
+            ],
+        ),
+        (
+            "a.md",
+            vec![
+                block("a1", "a.md", "[[machine learning]] link"),
+                block("a2", "a.md", "machine-learning"),
+            ],
+        ),
+    ]);
+    let hits = engine.search_phrase("machine learning", 10).unwrap();
+    let found: Vec<&str> = hits.iter().map(|h| h.block_id.as_str()).collect();
+    assert_eq!(found, ["a1", "a2", "b1"]);
+    assert_eq!(
+        hits[2].snippet,
+        "Notes on <b>Machine</b> <b>Learning</b> today"
+    );
+    assert_eq!(
+        engine.search_phrase("machine learning", 1).unwrap().len(),
+        1
+    );
+    assert_eq!(engine.search_phrase("machine", 10).unwrap().len(), 4);
+    assert!(engine.search_phrase(" - ", 10).unwrap().is_empty());
+}
+
+#[test]
+fn a_reopened_index_keeps_its_data() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("search");
+    {
+        let engine = IndexEngine::open(&path).unwrap();
+        engine
+            .replace_page(
+                "a.md",
+                &[tagged("b1", "a.md", "persistent words", &["kept"])],
+            )
+            .unwrap();
+        engine.commit().unwrap();
+    }
+    let engine = IndexEngine::open(&path).unwrap();
+    assert_eq!(engine.doc_count(), 1);
+    assert_eq!(search_ids(&engine, "persistent"), ["b1"]);
+    assert_eq!(ids(&engine.search_by_tag("kept", 10).unwrap()), ["b1"]);
+    // Writable after reopening.
+    engine
+        .replace_page("b.md", &[block("b2", "b.md", "more words")])
+        .unwrap();
+    engine.commit().unwrap();
+    assert_eq!(search_ids(&engine, "words"), ["b1", "b2"]);
+}
+
+fn populated_dir() -> (TempDir, std::path::PathBuf) {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("search");
+    let engine = IndexEngine::open(&path).unwrap();
+    engine
+        .replace_page("a.md", &[block("b1", "a.md", "words")])
+        .unwrap();
+    engine.commit().unwrap();
+    (dir, path)
+}
+
+fn assert_recreate_fixes(path: &Path) {
+    let engine = IndexEngine::recreate(path).unwrap();
+    assert_eq!(engine.doc_count(), 0);
+    engine
+        .replace_page("a.md", &[block("b1", "a.md", "fresh")])
+        .unwrap();
+    engine.commit().unwrap();
+    drop(engine);
+    assert_eq!(
+        search_ids(&IndexEngine::open(path).unwrap(), "fresh"),
+        ["b1"]
+    );
+}
+
+#[test]
+fn unreadable_metadata_is_corrupt_and_recreate_fixes_it() {
+    let (_dir, path) = populated_dir();
+    std::fs::write(path.join("meta.json"), "{ not json").unwrap();
+    let err = IndexEngine::open(&path).unwrap_err();
+    assert!(matches!(err, IndexError::Corrupt(_)), "{err:?}");
+    assert!(err.needs_rebuild());
+    let kb: pkm_core::KbError = err.into();
+    assert_eq!(kb.kind, ErrorKind::External);
+    assert!(
+        !kb.message.contains("json"),
+        "no internals in the message: {}",
+        kb.message
+    );
+    assert_recreate_fixes(&path);
+}
+
+#[test]
+fn leftover_files_without_metadata_are_corrupt() {
+    let (_dir, path) = populated_dir();
+    std::fs::remove_file(path.join("meta.json")).unwrap();
+    assert!(matches!(
+        IndexEngine::open(&path),
+        Err(IndexError::Corrupt(_))
+    ));
+    assert_recreate_fixes(&path);
+}
+
+#[test]
+fn another_schema_version_is_a_mismatch() {
+    let (_dir, path) = populated_dir();
+    std::fs::write(path.join("pkm-schema-version"), "pkm-index/0\n").unwrap();
+    assert!(matches!(
+        IndexEngine::open(&path),
+        Err(IndexError::SchemaMismatch)
+    ));
+    std::fs::remove_file(path.join("pkm-schema-version")).unwrap();
+    assert!(matches!(
+        IndexEngine::open(&path),
+        Err(IndexError::SchemaMismatch)
+    ));
+    assert_recreate_fixes(&path);
+}
+
+#[test]
+fn an_index_held_by_another_engine_is_locked_not_corrupt() {
+    let (_dir, path) = populated_dir();
+    let first = IndexEngine::open(&path).unwrap();
+    let err = IndexEngine::open(&path).unwrap_err();
+    assert!(matches!(err, IndexError::Tantivy(_)), "{err:?}");
+    assert!(!err.needs_rebuild());
+    assert_eq!(first.doc_count(), 1);
+}
+
+#[test]
+fn recreate_works_on_a_missing_directory() {
+    let dir = TempDir::new().unwrap();
+    assert_recreate_fixes(&dir.path().join("deep").join("search"));
+}
+
+#[test]
+fn exclusive_guard_blocks_shared_until_released() {
+    let guard = IndexingGuard::new();
+    let rebuild = guard.exclusive(Duration::from_millis(10)).unwrap();
+    assert!(guard.is_rebuilding());
+    assert!(guard.shared(Duration::from_millis(20)).is_none());
+    assert!(guard.exclusive(Duration::ZERO).is_none());
+    drop(rebuild);
+    assert!(!guard.is_rebuilding());
+    let writer = guard.shared(Duration::from_millis(10)).unwrap();
+    let other_writer = guard.shared(Duration::from_millis(10)).unwrap();
+    assert!(guard.exclusive(Duration::from_millis(20)).is_none());
+    drop((writer, other_writer));
+    assert!(guard.exclusive(Duration::ZERO).is_some());
+}
+
+#[test]
+fn a_waiting_rebuild_is_not_starved_by_new_writers() {
+    let guard = Arc::new(IndexingGuard::new());
+    let writer = guard.shared(Duration::ZERO).unwrap();
+    let acquired = Arc::new(AtomicBool::new(false));
+    let rebuild = {
+        let (guard, acquired) = (Arc::clone(&guard), Arc::clone(&acquired));
+        thread::spawn(move || {
+            let held = guard.exclusive(Duration::from_secs(30)).is_some();
+            acquired.store(held, Ordering::SeqCst);
+        })
+    };
+    // Once the rebuild is queued, a new writer must wait behind it instead of slipping in.
+    let mut queued = false;
+    for _ in 0..30_000 {
+        match guard.shared(Duration::from_millis(1)) {
+            Some(_) => thread::sleep(Duration::from_millis(1)),
+            None => {
+                queued = true;
+                break;
+            }
+        }
+    }
+    assert!(queued, "the rebuild never queued ahead of new writers");
+    drop(writer);
+    rebuild.join().unwrap();
+    assert!(acquired.load(Ordering::SeqCst));
+}
+
+fn ranked<'a>(query: &str, candidates: &[&'a str], limit: usize) -> Vec<&'a str> {
+    autocomplete::rank(query, candidates.iter().copied(), limit)
+        .into_iter()
+        .map(|(i, _)| candidates[i])
+        .collect()
+}
+
+#[test]
+fn autocomplete_orders_by_match_tier() {
+    let candidates = [
+        "unrelated",
+        "r-u-s-t",
+        "Crust notes",
+        "trust",
+        "Learn Rust",
+        "rustacean",
+        "Rust",
+        "RUST",
+        "rusty",
+    ];
+    assert_eq!(
+        ranked("rust", &candidates, 20),
+        [
+            "RUST",
+            "Rust",
+            "rusty",
+            "rustacean",
+            "Learn Rust",
+            "trust",
+            "Crust notes",
+            "r-u-s-t"
+        ]
+    );
+    assert_eq!(ranked("  Rust ", &candidates, 2), ["RUST", "Rust"]);
+    assert!(ranked("rust", &candidates, 0).is_empty());
+
+    let scored = autocomplete::rank("rust", candidates.iter().copied(), 20);
+    assert_eq!(scored[0].1, 1.0);
+    for pair in scored.windows(2) {
+        assert!(pair[0].1 >= pair[1].1, "{scored:?}");
+    }
+    assert!(scored.iter().all(|(_, s)| (0.0..=1.0).contains(s)));
+}
+
+#[test]
+fn autocomplete_ties_go_to_shorter_then_lexicographic() {
+    assert_eq!(
+        ranked("a", &["abc", "ab", "aa", "a"], 10),
+        ["a", "aa", "ab", "abc"]
+    );
+    assert_eq!(
+        ranked("note", &["my notes", "my note", "big notebook"], 10),
+        ["my note", "my notes", "big notebook"]
+    );
+}
+
+#[test]
+fn autocomplete_is_unicode_aware() {
+    assert_eq!(
+        ranked(
+            "élan",
+            &["ÉLAN", "Élan vital", "mon élan", "Sélan", "elan"],
+            10
+        ),
+        ["ÉLAN", "Élan vital", "mon élan", "Sélan"]
+    );
+    assert_eq!(ranked("σοφία", &["ΣΟΦΊΑ"], 10), ["ΣΟΦΊΑ"]);
+    assert_eq!(
+        ranked("东京", &["去东京", "东京塔", "京东"], 10),
+        ["东京塔", "去东京"]
+    );
+    assert_eq!(
+        ranked("dk", &["Daily work", "desk"], 10),
+        ["desk", "Daily work"]
+    );
+}
+
+#[test]
+fn autocomplete_keeps_the_best_among_many() {
+    let candidates: Vec<String> = (0..100_000).rev().map(|i| format!("page {i:05}")).collect();
+    let refs: Vec<&str> = candidates.iter().map(String::as_str).collect();
+    assert_eq!(ranked("page 04242", &refs, 3), ["page 04242"]);
+    assert_eq!(
+        ranked("page", &refs, 3),
+        ["page 00000", "page 00001", "page 00002"]
+    );
+    // Pruning while scanning gives the same head as ranking everything.
+    let all = ranked("9", &refs, usize::MAX);
+    assert_eq!(ranked("9", &refs, 25), all[..25]);
+}
+
+#[test]
+fn searches_run_while_pages_are_replaced() {
+    let (_dir, engine) = engine();
+    let engine = Arc::new(engine);
+    for p in 0..10 {
+        let path = format!("p{p}.md");
+        engine
+            .replace_page(
+                &path,
+                &[block(&format!("{path}#0"), &path, "stable content v0")],
+            )
+            .unwrap();
+    }
+    engine.commit().unwrap();
+
+    let done = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let (engine, done) = (Arc::clone(&engine), Arc::clone(&done));
+            thread::spawn(move || {
+                let mut rounds = 0;
+                while !done.load(Ordering::SeqCst) || rounds < 20 {
+                    let page = engine.search("stable content", 50, 0).unwrap();
+                    // Every page always has exactly one block: a commit is all-or-nothing.
+                    assert_eq!(page.total, 10);
+                    engine.search_by_tag("t", 10).unwrap();
+                    engine.search_phrase("stable content", 10).unwrap();
+                    engine.page_count().unwrap();
+                    rounds += 1;
+                }
+            })
+        })
+        .collect();
+    for round in 1..=10 {
+        let path = format!("p{}.md", round % 10);
+        let doc = tagged(
+            &format!("{path}#{round}"),
+            &path,
+            &format!("stable content v{round}"),
+            &["t"],
+        );
+        engine.replace_page(&path, &[doc]).unwrap();
+        engine.commit().unwrap();
+    }
+    done.store(true, Ordering::SeqCst);
+    for reader in readers {
+        reader.join().unwrap();
+    }
+    assert_eq!(engine.doc_count(), 10);
+    assert_eq!(search_ids(&engine, "v10"), ["p0.md#10"]);
+}

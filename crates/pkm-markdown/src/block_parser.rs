@@ -1,0 +1,984 @@
+//! The outliner block tree: each list item is a block, nested items are its children, a heading
+//! owns its section, and paragraphs, code, tables and quotes outside lists are blocks.
+//!
+//! The parser is line-based and keeps the open blocks on an explicit stack, so a 100k-deep list
+//! costs heap, never call stack, and every line is looked at a constant number of times. Trees are
+//! capped at [`MAX_DEPTH`] levels (deeper items become siblings at the cap) so that the derived
+//! `Clone`, `Drop`, `Debug` and `PartialEq` — which do recurse — stay shallow.
+
+use std::ops::Range;
+
+use serde_json::Value;
+
+use crate::frontmatter;
+use crate::lines::{self, Fence, Line};
+use crate::tags;
+
+/// Deepest block nesting kept (headings and list items together).
+pub const MAX_DEPTH: usize = 128;
+
+/// A task marker at the start of a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Marker {
+    Todo,
+    Doing,
+    Done,
+    Waiting,
+    Cancelled,
+}
+
+impl Marker {
+    /// The canonical spelling, as written back by [`serialize`].
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Marker::Todo => "TODO",
+            Marker::Doing => "DOING",
+            Marker::Done => "DONE",
+            Marker::Waiting => "WAITING",
+            Marker::Cancelled => "CANCELLED",
+        }
+    }
+
+    /// Reads a marker word; Logseq's `LATER` and `NOW` are `Todo` and `Doing`.
+    pub fn from_word(word: &str) -> Option<Marker> {
+        Some(match word {
+            "TODO" | "LATER" => Marker::Todo,
+            "DOING" | "NOW" => Marker::Doing,
+            "DONE" => Marker::Done,
+            "WAITING" | "WAIT" => Marker::Waiting,
+            "CANCELLED" | "CANCELED" => Marker::Cancelled,
+            _ => return None,
+        })
+    }
+}
+
+/// A block's priority, written `[#A]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Priority {
+    A,
+    B,
+    C,
+}
+
+impl Priority {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Priority::A => "A",
+            Priority::B => "B",
+            Priority::C => "C",
+        }
+    }
+}
+
+/// What a block was in the source. [`serialize`] writes every kind as a bullet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum BlockKind {
+    #[default]
+    ListItem,
+    /// An ATX or setext heading outside a list; its section is its children.
+    Heading,
+    Paragraph,
+    /// A fenced or indented code block.
+    Code,
+    Table,
+    Quote,
+}
+
+/// One block of the outline.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Block {
+    /// The block's text: bullet, marker, `[#A]` and property lines removed, continuation lines
+    /// dedented, joined by `'\n'`. Headings: the text without `#`s. Paragraphs, code, tables and
+    /// quotes: their source lines.
+    pub content: String,
+    pub children: Vec<Block>,
+    pub marker: Option<Marker>,
+    pub priority: Option<Priority>,
+    /// `key:: value` lines, in order (`id` and `collapsed` included).
+    pub properties: Vec<(String, String)>,
+    /// `collapsed:: true`.
+    pub collapsed: bool,
+    pub heading_level: Option<u8>,
+    /// From `id:: <uuid>`, only when the value is a UUID.
+    pub id: Option<String>,
+    /// Byte range in the original text: from the start of the block's first line (its bullet and
+    /// indentation included) to the end of its last own line before any child, without the line
+    /// break. Children are outside it.
+    pub range: Range<usize>,
+    pub kind: BlockKind,
+}
+
+/// A note parsed into its page model.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ParsedPage {
+    pub frontmatter: Option<Value>,
+    /// Frontmatter was present but refused or invalid; the body still parses.
+    pub frontmatter_error: Option<String>,
+    /// The frontmatter's original YAML text (present even when it was refused), including the
+    /// line break that ends its last line, so [`serialize`] can write it back unchanged.
+    pub frontmatter_yaml: Option<String>,
+    /// Frontmatter `title`, else Logseq `title::` on the first block, else the first H1, else the
+    /// file stem.
+    pub title: String,
+    /// Frontmatter `aliases` / `alias` and Logseq `alias::` on the first block.
+    pub aliases: Vec<String>,
+    /// Frontmatter `tags` / `tag`, Logseq `tags::` on the first block, then every inline tag, in
+    /// order of appearance, deduplicated case-insensitively (first spelling kept).
+    pub tags: Vec<String>,
+    pub blocks: Vec<Block>,
+    /// Byte offset where the body starts (after frontmatter).
+    pub body_start: usize,
+}
+
+/// Parses a note. Never fails: invalid frontmatter is reported in `frontmatter_error`.
+pub fn parse_page(text: &str, file_stem: &str) -> ParsedPage {
+    let mut page = ParsedPage::default();
+    if let Some(span) = frontmatter::locate(text) {
+        let yaml = text.get(span.yaml.clone()).unwrap_or_default();
+        page.frontmatter_yaml = Some(yaml.to_owned());
+        match frontmatter::parse_yaml(yaml) {
+            Ok(v) => page.frontmatter = Some(v),
+            Err(e) => page.frontmatter_error = Some(e.to_string()),
+        }
+        page.body_start = span.body_start;
+    }
+    page.blocks = parse_blocks(text, page.body_start);
+
+    let fm = page.frontmatter.as_ref();
+    let first_props = page
+        .blocks
+        .first()
+        .map(|b| b.properties.as_slice())
+        .unwrap_or_default();
+    let prop = |key: &str| {
+        first_props
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v.as_str())
+    };
+
+    page.title = fm
+        .and_then(|v| v.get("title"))
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .or_else(|| prop("title").filter(|t| !t.is_empty()))
+        .map(str::to_owned)
+        .or_else(|| first_h1(&page.blocks))
+        .unwrap_or_else(|| file_stem.to_owned());
+
+    let mut aliases = Vec::new();
+    for key in ["aliases", "alias"] {
+        if let Some(v) = fm.and_then(|v| v.get(key)) {
+            collect_list(v, false, &mut aliases);
+        }
+    }
+    if let Some(v) = prop("alias") {
+        aliases.extend(split_refs(v, false));
+    }
+    dedup_ci(&mut aliases);
+    page.aliases = aliases;
+
+    let mut page_tags = Vec::new();
+    for key in ["tags", "tag"] {
+        if let Some(v) = fm.and_then(|v| v.get(key)) {
+            collect_list(v, true, &mut page_tags);
+        }
+    }
+    if let Some(v) = prop("tags") {
+        page_tags.extend(split_refs(v, true));
+    }
+    page_tags.extend(tags::extract_inline_tags(text).into_iter().map(|(t, _)| t));
+    dedup_ci(&mut page_tags);
+    page.tags = page_tags;
+    page
+}
+
+/// Parses the blocks of `text[body_start..]`; ranges are offsets into `text`.
+pub fn parse_blocks(text: &str, body_start: usize) -> Vec<Block> {
+    let mut b = Builder {
+        text,
+        frames: Vec::new(),
+        roots: Vec::new(),
+        leaf: None,
+    };
+    for line in lines::lines(text, body_start) {
+        b.line(line);
+    }
+    b.finish_leaf();
+    while !b.frames.is_empty() {
+        b.close_top();
+    }
+    b.roots
+}
+
+fn first_h1(blocks: &[Block]) -> Option<String> {
+    let mut stack: Vec<&Block> = blocks.iter().rev().collect();
+    while let Some(b) = stack.pop() {
+        if b.heading_level == Some(1) && !b.content.trim().is_empty() {
+            return Some(b.content.trim().to_owned());
+        }
+        stack.extend(b.children.iter().rev());
+    }
+    None
+}
+
+/// Strings of a frontmatter list or string value. Tags split a string on commas and spaces;
+/// aliases only on commas (an alias may hold spaces).
+pub(crate) fn collect_list(v: &Value, is_tags: bool, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.extend(split_refs(s, is_tags)),
+        Value::Array(items) => {
+            for item in items {
+                let s = match item {
+                    Value::String(s) => s.clone(),
+                    Value::Number(n) => n.to_string(),
+                    _ => continue,
+                };
+                let s = strip_brackets(s.trim());
+                let s = if is_tags {
+                    tags::normalize(s)
+                } else {
+                    s.to_owned()
+                };
+                if !s.is_empty() {
+                    out.push(s);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Splits `a, [[b c]], #d` into items; for tags, also on whitespace outside `[[...]]`.
+fn split_refs(s: &str, is_tags: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for piece in s.split(',') {
+        let piece = piece.trim();
+        let bracketed = strip_brackets(piece);
+        if is_tags && bracketed.len() == piece.len() {
+            out.extend(
+                piece
+                    .split_whitespace()
+                    .map(tags::normalize)
+                    .filter(|t| !t.is_empty()),
+            );
+        } else {
+            let item = if is_tags {
+                tags::normalize(bracketed)
+            } else {
+                bracketed.trim().to_owned()
+            };
+            if !item.is_empty() {
+                out.push(item);
+            }
+        }
+    }
+    out
+}
+
+fn strip_brackets(s: &str) -> &str {
+    let t = s.strip_prefix('#').unwrap_or(s);
+    t.strip_prefix("[[")
+        .and_then(|t| t.strip_suffix("]]"))
+        .unwrap_or(s)
+}
+
+fn dedup_ci(v: &mut Vec<String>) {
+    let mut seen = std::collections::HashSet::new();
+    v.retain(|t| seen.insert(t.to_lowercase()));
+}
+
+/// The state of a list item that is still open.
+struct ItemState {
+    /// Column where the item's text starts; lines indented this far continue it.
+    content_col: usize,
+    /// Property lines are still accepted (nothing but the first line and properties so far).
+    props_open: bool,
+    /// Blank lines seen and not yet known to belong to this item.
+    pending_blanks: usize,
+    /// An open code fence inside the item.
+    fence: Option<Fence>,
+    /// The last own line was paragraph text, so an unindented line may continue it lazily.
+    lazy_ok: bool,
+    /// No child yet: own lines still extend the range.
+    range_open: bool,
+    /// Lines in `content` so far.
+    lines: usize,
+}
+
+enum FrameKind {
+    Heading(u8),
+    Item(ItemState),
+}
+
+struct Frame {
+    block: Block,
+    kind: FrameKind,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LeafKind {
+    Paragraph,
+    Table,
+    Quote,
+    Fenced(Fence),
+    Indented,
+}
+
+/// A block outside any list that is still collecting lines.
+struct Leaf {
+    kind: LeafKind,
+    lines: Vec<Line>,
+    /// Blank lines inside indented code, kept only if more code follows.
+    pending_blank: Vec<Line>,
+}
+
+struct Builder<'a> {
+    text: &'a str,
+    frames: Vec<Frame>,
+    roots: Vec<Block>,
+    leaf: Option<Leaf>,
+}
+
+impl Builder<'_> {
+    fn slice(&self, r: Range<usize>) -> &str {
+        self.text.get(r).unwrap_or_default()
+    }
+
+    fn line(&mut self, l: Line) {
+        let text = self.text;
+        let s = text.get(l.start..l.end).unwrap_or_default();
+        if self.leaf.is_some() && self.leaf_line(l, s) {
+            return;
+        }
+        if lines::is_blank(s) {
+            if let Some((block, st)) = self.top_item() {
+                if st.fence.is_some() {
+                    push_content(block, st, "");
+                } else {
+                    st.pending_blanks += 1;
+                }
+            }
+            return;
+        }
+        let (cols, ibytes) = lines::indent(s);
+        let after = s.get(ibytes..).unwrap_or_default();
+
+        if let Some((_, st)) = self.top_item() {
+            if st.fence.is_some() {
+                if cols >= st.content_col {
+                    let line = lines::strip_cols(s, st.content_col);
+                    self.add_item_line(line, l.end);
+                    return;
+                }
+                // A less indented line ends the item, and the fence with it.
+                st.fence = None;
+            }
+            if !lines::is_thematic_break(after) {
+                if let Some(b) = lines::bullet(after, cols) {
+                    self.close_items_deeper_than(cols);
+                    self.start_item(l, cols, ibytes, b);
+                    return;
+                }
+            }
+            let Some((_, st)) = self.top_item() else {
+                return;
+            };
+            if cols >= st.content_col {
+                let line = lines::strip_cols(s, st.content_col);
+                self.add_item_line(line, l.end);
+                return;
+            }
+            if st.pending_blanks == 0 && st.lazy_ok && !interrupts(after, cols) {
+                self.add_item_line(after, l.end);
+                return;
+            }
+            let blanks = st.pending_blanks;
+            self.close_items_deeper_than(cols);
+            if let Some((_, st)) = self.top_item() {
+                st.pending_blanks = blanks;
+                let line = lines::strip_cols(s, st.content_col);
+                self.add_item_line(line, l.end);
+                return;
+            }
+        }
+
+        if cols >= 4 {
+            self.leaf = Some(Leaf {
+                kind: LeafKind::Indented,
+                lines: vec![l],
+                pending_blank: Vec::new(),
+            });
+            return;
+        }
+        if let Some((level, title)) = lines::atx_heading(after) {
+            self.heading(l.start..l.end, level, title.to_owned());
+        } else if let Some(f) = lines::fence_open(s) {
+            self.leaf = Some(Leaf {
+                kind: LeafKind::Fenced(f),
+                lines: vec![l],
+                pending_blank: Vec::new(),
+            });
+        } else if lines::is_thematic_break(after) {
+            // A rule separates blocks; it is not one.
+        } else if let Some(b) = lines::bullet(after, cols) {
+            self.start_item(l, cols, ibytes, b);
+        } else {
+            let kind = if after.starts_with('>') {
+                LeafKind::Quote
+            } else if after.starts_with('|') {
+                LeafKind::Table
+            } else {
+                LeafKind::Paragraph
+            };
+            self.leaf = Some(Leaf {
+                kind,
+                lines: vec![l],
+                pending_blank: Vec::new(),
+            });
+        }
+    }
+
+    /// Feeds a line to the open leaf. Returns false when the line ended the leaf and still needs
+    /// handling.
+    fn leaf_line(&mut self, l: Line, s: &str) -> bool {
+        let Some(leaf) = self.leaf.as_mut() else {
+            return false;
+        };
+        match leaf.kind {
+            LeafKind::Fenced(f) => {
+                leaf.lines.push(l);
+                if lines::fence_closes(s, f) {
+                    self.finish_leaf();
+                }
+                true
+            }
+            LeafKind::Indented => {
+                if lines::is_blank(s) {
+                    leaf.pending_blank.push(l);
+                    return true;
+                }
+                if lines::indent(s).0 >= 4 {
+                    let blanks = std::mem::take(&mut leaf.pending_blank);
+                    leaf.lines.extend(blanks);
+                    leaf.lines.push(l);
+                    return true;
+                }
+                self.finish_leaf();
+                false
+            }
+            kind => {
+                if lines::is_blank(s) {
+                    self.finish_leaf();
+                    return true;
+                }
+                let (cols, ibytes) = lines::indent(s);
+                let after = s.get(ibytes..).unwrap_or_default();
+                if cols <= 3 && kind == LeafKind::Paragraph {
+                    if let Some(level) = lines::setext_underline(after) {
+                        let first = leaf.lines.first().map_or(l.start, |f| f.start);
+                        let title = leaf
+                            .lines
+                            .iter()
+                            .map(|x| self.text.get(x.start..x.end).unwrap_or_default().trim())
+                            .collect::<Vec<_>>()
+                            .join(" ");
+                        self.leaf = None;
+                        self.heading(first..l.end, level, title);
+                        return true;
+                    }
+                }
+                let starts_block = cols <= 3
+                    && (lines::atx_heading(after).is_some()
+                        || lines::fence_open(s).is_some()
+                        || lines::is_thematic_break(after)
+                        || (after.starts_with('>') && kind != LeafKind::Quote)
+                        || lines::bullet(after, cols)
+                            .is_some_and(|b| !b.empty && !b.ordered_not_one));
+                if starts_block {
+                    self.finish_leaf();
+                    return false;
+                }
+                leaf.lines.push(l);
+                true
+            }
+        }
+    }
+
+    fn finish_leaf(&mut self) {
+        let Some(leaf) = self.leaf.take() else { return };
+        let (Some(first), Some(last)) = (leaf.lines.first(), leaf.lines.last()) else {
+            return;
+        };
+        let mut block = Block {
+            range: first.start..last.end,
+            ..Block::default()
+        };
+        let mut rest: &[Line] = &leaf.lines;
+        block.kind = match leaf.kind {
+            LeafKind::Paragraph => {
+                // Leading `key:: value` lines are the block's properties (Logseq page properties).
+                while let Some((l, tail)) = rest.split_first() {
+                    let Some((k, v)) = lines::property(self.slice(l.start..l.end).trim_start())
+                    else {
+                        break;
+                    };
+                    apply_property(&mut block, k, v);
+                    rest = tail;
+                }
+                BlockKind::Paragraph
+            }
+            LeafKind::Table => BlockKind::Table,
+            LeafKind::Quote => BlockKind::Quote,
+            LeafKind::Fenced(_) | LeafKind::Indented => BlockKind::Code,
+        };
+        let mut content = String::new();
+        for (i, l) in rest.iter().enumerate() {
+            if i > 0 {
+                content.push('\n');
+            }
+            content.push_str(self.slice(l.start..l.end));
+        }
+        block.content = content;
+        self.attach(block);
+    }
+
+    fn heading(&mut self, range: Range<usize>, level: u8, title: String) {
+        self.close_items();
+        while matches!(self.frames.last(), Some(Frame { kind: FrameKind::Heading(l), .. }) if *l >= level)
+        {
+            self.close_top();
+        }
+        let mut block = Block {
+            range,
+            heading_level: Some(level),
+            kind: BlockKind::Heading,
+            ..Block::default()
+        };
+        let (marker, rest) = take_marker(&title);
+        let (priority, rest) = take_priority(rest);
+        block.marker = marker;
+        block.priority = priority;
+        block.content = rest.to_owned();
+        self.push_frame(Frame {
+            block,
+            kind: FrameKind::Heading(level),
+        });
+    }
+
+    /// Opens the item whose bullet is at column `cols` (byte `ibytes` of the line). A bullet
+    /// right after the bullet (`- - x`) nests, as in CommonMark, up to the depth cap.
+    fn start_item(&mut self, l: Line, cols: usize, ibytes: usize, first: lines::Bullet) {
+        let mut col = cols;
+        let mut at = l.start + ibytes;
+        let mut bullet = first;
+        let mut range_start = l.start;
+        loop {
+            let content_col = col + bullet.content_offset_cols;
+            let content_start = (at + bullet.content_offset_bytes).min(l.end);
+            let rest = self.text.get(content_start..l.end).unwrap_or_default();
+            let nested = if bullet.empty || self.frames.len() + 2 > MAX_DEPTH {
+                None
+            } else {
+                lines::bullet(rest, content_col).filter(|_| !lines::is_thematic_break(rest))
+            };
+            let mut st = ItemState {
+                content_col,
+                props_open: true,
+                pending_blanks: 0,
+                fence: None,
+                lazy_ok: false,
+                range_open: true,
+                lines: 0,
+            };
+            match nested {
+                Some(nb) => {
+                    let block = Block {
+                        range: range_start..content_start,
+                        ..Block::default()
+                    };
+                    st.props_open = false;
+                    self.push_frame(Frame {
+                        block,
+                        kind: FrameKind::Item(st),
+                    });
+                    col = content_col;
+                    at = content_start;
+                    range_start = content_start;
+                    bullet = nb;
+                }
+                None => {
+                    let mut block = Block {
+                        range: range_start..l.end,
+                        ..Block::default()
+                    };
+                    first_line(&mut block, &mut st, rest);
+                    self.push_frame(Frame {
+                        block,
+                        kind: FrameKind::Item(st),
+                    });
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Adds a (dedented) line to the deepest open item.
+    fn add_item_line(&mut self, line: &str, end: usize) {
+        let Some((block, st)) = self.top_item() else {
+            return;
+        };
+        if st.range_open && !lines::is_blank(line) {
+            block.range.end = end;
+        }
+        if let Some(f) = st.fence {
+            push_content(block, st, line);
+            if lines::fence_closes(line, f) {
+                st.fence = None;
+            }
+            return;
+        }
+        if st.props_open && st.pending_blanks == 0 {
+            if let Some((k, v)) = lines::property(line) {
+                apply_property(block, k, v);
+                st.lazy_ok = true;
+                return;
+            }
+        }
+        st.props_open = false;
+        push_content(block, st, line);
+        st.fence = lines::fence_open(line);
+        st.lazy_ok = st.fence.is_none();
+    }
+
+    fn top_item(&mut self) -> Option<(&mut Block, &mut ItemState)> {
+        match self.frames.last_mut()? {
+            Frame {
+                block,
+                kind: FrameKind::Item(st),
+            } => Some((block, st)),
+            Frame {
+                kind: FrameKind::Heading(_),
+                ..
+            } => None,
+        }
+    }
+
+    fn push_frame(&mut self, frame: Frame) {
+        if self.frames.len() >= MAX_DEPTH {
+            self.close_top();
+        }
+        if let Some(Frame {
+            kind: FrameKind::Item(st),
+            ..
+        }) = self.frames.last_mut()
+        {
+            st.range_open = false;
+            st.props_open = false;
+            st.lazy_ok = false;
+        }
+        self.frames.push(frame);
+    }
+
+    fn close_top(&mut self) {
+        if let Some(frame) = self.frames.pop() {
+            self.attach(frame.block);
+        }
+    }
+
+    fn attach(&mut self, block: Block) {
+        match self.frames.last_mut() {
+            Some(parent) => parent.block.children.push(block),
+            None => self.roots.push(block),
+        }
+    }
+
+    fn close_items(&mut self) {
+        while matches!(
+            self.frames.last(),
+            Some(Frame {
+                kind: FrameKind::Item(_),
+                ..
+            })
+        ) {
+            self.close_top();
+        }
+    }
+
+    /// Closes items that a line at column `cols` is not inside of.
+    fn close_items_deeper_than(&mut self, cols: usize) {
+        while matches!(self.frames.last(), Some(Frame { kind: FrameKind::Item(st), .. }) if st.content_col > cols)
+        {
+            self.close_top();
+        }
+    }
+}
+
+/// Whether a line that is not indented into an item starts a block of its own (and so cannot be
+/// a lazy continuation of the item's paragraph).
+fn interrupts(after: &str, cols: usize) -> bool {
+    cols <= 3
+        && (lines::atx_heading(after).is_some()
+            || lines::fence_open(after).is_some()
+            || lines::is_thematic_break(after)
+            || after.starts_with('>'))
+}
+
+fn push_content(block: &mut Block, st: &mut ItemState, line: &str) {
+    if st.lines > 0 {
+        for _ in 0..st.pending_blanks {
+            block.content.push('\n');
+        }
+        block.content.push('\n');
+    }
+    block.content.push_str(line);
+    st.lines += 1;
+    st.pending_blanks = 0;
+}
+
+fn apply_property(block: &mut Block, key: &str, value: &str) {
+    if key.eq_ignore_ascii_case("collapsed") {
+        block.collapsed = value.eq_ignore_ascii_case("true");
+    } else if key.eq_ignore_ascii_case("id") && lines::is_uuid(value) {
+        block.id = Some(value.to_owned());
+    }
+    block.properties.push((key.to_owned(), value.to_owned()));
+}
+
+/// The text after a bullet: heading hashes, marker, priority, then a property or the content.
+fn first_line(block: &mut Block, st: &mut ItemState, rest: &str) {
+    let (heading, rest) = take_heading(rest);
+    let (marker, rest) = take_marker(rest);
+    let (priority, rest) = take_priority(rest);
+    block.heading_level = heading;
+    block.marker = marker;
+    block.priority = priority;
+    if heading.is_none() && marker.is_none() && priority.is_none() {
+        if let Some((k, v)) = lines::property(rest) {
+            apply_property(block, k, v);
+            st.lazy_ok = true;
+            return;
+        }
+    }
+    if !rest.is_empty() {
+        push_content(block, st, rest);
+        st.fence = lines::fence_open(rest);
+        st.lazy_ok = st.fence.is_none();
+    }
+}
+
+/// `word` at the start of `s` when followed by whitespace or the end: the rest, trimmed.
+fn after_word(s: &str, word_len: usize) -> Option<&str> {
+    let rest = s.get(word_len..)?;
+    if rest.is_empty() || rest.starts_with([' ', '\t']) {
+        Some(rest.trim_start_matches([' ', '\t']))
+    } else {
+        None
+    }
+}
+
+fn take_heading(s: &str) -> (Option<u8>, &str) {
+    let n = s.bytes().take_while(|&b| b == b'#').count();
+    if (1..=6).contains(&n) {
+        if let Some(rest) = after_word(s, n) {
+            return (u8::try_from(n).ok(), rest);
+        }
+    }
+    (None, s)
+}
+
+fn take_marker(s: &str) -> (Option<Marker>, &str) {
+    let n = s.bytes().take_while(u8::is_ascii_uppercase).count();
+    if n >= 3 {
+        if let Some(m) = s.get(..n).and_then(Marker::from_word) {
+            if let Some(rest) = after_word(s, n) {
+                return (Some(m), rest);
+            }
+        }
+    }
+    (None, s)
+}
+
+fn take_priority(s: &str) -> (Option<Priority>, &str) {
+    let p = match s.get(..4) {
+        Some("[#A]") => Priority::A,
+        Some("[#B]") => Priority::B,
+        Some("[#C]") => Priority::C,
+        _ => return (None, s),
+    };
+    match after_word(s, 4) {
+        Some(rest) => (Some(p), rest),
+        None => (None, s),
+    }
+}
+
+/// Writes blocks in the canonical outliner form: `- ` bullets, two spaces of indentation per
+/// level, heading `#`s, marker and `[#A]` on the bullet line, then the properties as indented
+/// `key:: value` lines, then the content's further lines. Frontmatter, if any, comes first,
+/// from its original YAML text. Every line ends with `\n`.
+pub fn serialize(page: &ParsedPage) -> String {
+    let mut out = String::new();
+    if let Some(yaml) = &page.frontmatter_yaml {
+        let nl = if yaml.contains("\r\n") { "\r\n" } else { "\n" };
+        out.push_str("---");
+        out.push_str(nl);
+        out.push_str(yaml);
+        if !yaml.is_empty() && !yaml.ends_with('\n') {
+            out.push_str(nl);
+        }
+        out.push_str("---");
+        out.push_str(nl);
+    }
+    let mut stack: Vec<(&Block, usize)> = page.blocks.iter().rev().map(|b| (b, 0)).collect();
+    while let Some((block, depth)) = stack.pop() {
+        write_block(&mut out, block, depth);
+        stack.extend(block.children.iter().rev().map(|c| (c, depth + 1)));
+    }
+    out
+}
+
+fn write_block(out: &mut String, b: &Block, depth: usize) {
+    let indent = "  ".repeat(depth);
+    let mut lines = b.content.split('\n');
+    let mut first = String::from("-");
+    if let Some(h) = b.heading_level {
+        first.push(' ');
+        first.push_str(&"#".repeat(usize::from(h.clamp(1, 6))));
+    }
+    if let Some(m) = b.marker {
+        first.push(' ');
+        first.push_str(m.as_str());
+    }
+    if let Some(p) = b.priority {
+        first.push_str(" [#");
+        first.push_str(p.as_str());
+        first.push(']');
+    }
+    let text = lines.next().unwrap_or_default();
+    // Text that would read back as something else (leading spaces, a marker word, `[#A]`, a
+    // bullet, a property) goes on the next line, where only the content is read.
+    let on_bullet_line = reads_back_on_bullet_line(b, text);
+    if on_bullet_line && !text.is_empty() {
+        first.push(' ');
+        first.push_str(text);
+    }
+    out.push_str(&indent);
+    out.push_str(&first);
+    out.push('\n');
+    let deferred = (!on_bullet_line).then_some(text);
+
+    let has = |key: &str| {
+        b.properties
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(key))
+    };
+    let mut props: Vec<(&str, &str)> = b
+        .properties
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    if let Some(id) = b.id.as_deref().filter(|_| !has("id")) {
+        props.push(("id", id));
+    }
+    if b.collapsed && !has("collapsed") {
+        props.push(("collapsed", "true"));
+    }
+    for (k, v) in props {
+        out.push_str(&indent);
+        out.push_str("  ");
+        out.push_str(k);
+        out.push_str("::");
+        if !v.is_empty() {
+            out.push(' ');
+            out.push_str(v);
+        }
+        out.push('\n');
+    }
+    for line in deferred.into_iter().chain(lines) {
+        if !line.is_empty() {
+            out.push_str(&indent);
+            out.push_str("  ");
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+}
+
+/// Whether `text` written after the bullet, heading, marker and priority of `b` parses back as
+/// exactly that block's first line.
+fn reads_back_on_bullet_line(b: &Block, text: &str) -> bool {
+    if text.starts_with([' ', '\t']) {
+        return false;
+    }
+    let mut line = String::new();
+    if let Some(h) = b.heading_level {
+        line.push_str(&"#".repeat(usize::from(h.clamp(1, 6))));
+        line.push(' ');
+    }
+    if let Some(m) = b.marker {
+        line.push_str(m.as_str());
+        line.push(' ');
+    }
+    if let Some(p) = b.priority {
+        line.push_str("[#");
+        line.push_str(p.as_str());
+        line.push_str("] ");
+    }
+    line.push_str(text);
+    let (h, rest) = take_heading(&line);
+    let (m, rest) = take_marker(rest);
+    let (p, rest) = take_priority(rest);
+    let plain = h.is_none() && m.is_none() && p.is_none();
+    h == b.heading_level
+        && m == b.marker
+        && p == b.priority
+        && rest == text
+        && !(plain && lines::property(rest).is_some())
+        && lines::bullet(rest, 2).is_none()
+        && !lines::is_thematic_break(&format!("- {line}"))
+}
+
+/// The block tree as indented text, one block a line, for tests and debugging:
+/// `- [H2] [TODO] [#A] text  {key: value}`. The first symbol is the kind (`-` list item, `#`
+/// heading, `¶` paragraph, ```` ``` ```` code, `|` table, `>` quote); line breaks in content
+/// show as `⏎`.
+pub fn outline(blocks: &[Block]) -> String {
+    let mut out = String::new();
+    let mut stack: Vec<(&Block, usize)> = blocks.iter().rev().map(|b| (b, 0)).collect();
+    while let Some((b, depth)) = stack.pop() {
+        out.push_str(&"  ".repeat(depth));
+        out.push_str(match b.kind {
+            BlockKind::ListItem => "-",
+            BlockKind::Heading => "#",
+            BlockKind::Paragraph => "¶",
+            BlockKind::Code => "```",
+            BlockKind::Table => "|",
+            BlockKind::Quote => ">",
+        });
+        if let Some(h) = b.heading_level {
+            out.push_str(&format!(" [H{h}]"));
+        }
+        if let Some(m) = b.marker {
+            out.push_str(&format!(" [{}]", m.as_str()));
+        }
+        if let Some(p) = b.priority {
+            out.push_str(&format!(" [#{}]", p.as_str()));
+        }
+        if !b.content.is_empty() {
+            out.push(' ');
+            out.push_str(&b.content.replace('\n', "⏎"));
+        }
+        if !b.properties.is_empty() {
+            let props: Vec<String> = b
+                .properties
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect();
+            out.push_str(&format!("  {{{}}}", props.join(", ")));
+        }
+        out.push('\n');
+        stack.extend(b.children.iter().rev().map(|c| (c, depth + 1)));
+    }
+    out
+}

@@ -1,0 +1,290 @@
+//! Links out of a note: `[[T]]`, `[[T|alias]]`, `[[T#Heading]]`, `[[T^block]]`, `![[embed]]` and
+//! relative markdown links to `.md` files. Nothing is reported from code spans, code blocks, HTML
+//! (comments included) or URLs. `#[[tag]]` is a tag, not a link (see [`crate::tags`]).
+
+use crate::scan::{self, WikiPrefix};
+
+/// How a link was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LinkKind {
+    /// `[[T]]`
+    Wiki,
+    /// `![[T]]`
+    Embed,
+    /// `[text](rel/path.md)`
+    Markdown,
+}
+
+/// One link out of a note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    /// The page part: `[[T|alias]]`, `[[T#H]]` and `[[T^id]]` give `T`; a markdown link gives its
+    /// percent-decoded relative path (`rel/path.md`).
+    pub target: String,
+    /// `[[T|alias]]`'s alias, or a markdown link's text.
+    pub alias: Option<String>,
+    /// `[[T#H]]`'s `H`, or a markdown link's `#fragment`.
+    pub heading: Option<String>,
+    /// `[[T^id]]` / `[[T#^id]]`'s `id`.
+    pub block_ref: Option<String>,
+    pub kind: LinkKind,
+    /// Byte offset of the link's first byte (`!` of an embed, `[` otherwise) in the input.
+    pub position: usize,
+}
+
+/// Every link of `text` (frontmatter included: Obsidian properties may hold `"[[T]]"`), in order
+/// of position. Same-page links (`[[#H]]`) have no target and are not reported.
+pub fn extract_links(text: &str) -> Vec<Link> {
+    if !text.contains('[') {
+        return Vec::new();
+    }
+    let s = scan::scan(text);
+    let allowed = scan::gaps(&s.code, text.len());
+    let wikis = scan::wikilinks(text, &allowed);
+    let wiki_ranges = scan::merge(wikis.iter().map(|w| w.range.clone()).collect());
+    let mut out = Vec::new();
+    for w in &wikis {
+        let kind = match w.prefix {
+            WikiPrefix::None => LinkKind::Wiki,
+            WikiPrefix::Embed => LinkKind::Embed,
+            WikiPrefix::Hash => continue,
+        };
+        if let Some(link) = wiki_link(
+            text.get(w.inner.clone()).unwrap_or_default(),
+            kind,
+            w.range.start,
+        ) {
+            out.push(link);
+        }
+    }
+    for l in &s.links {
+        if l.image
+            || !matches!(
+                l.link_type,
+                pulldown_cmark::LinkType::Inline
+                    | pulldown_cmark::LinkType::Reference
+                    | pulldown_cmark::LinkType::Collapsed
+                    | pulldown_cmark::LinkType::Shortcut
+            )
+        {
+            continue;
+        }
+        // Foam writes `[note]: note.md` definitions for its `[[note]]` links; pulldown-cmark then
+        // sees a shortcut link inside the wiki link. The wiki link is the one to report.
+        let i = wiki_ranges.partition_point(|r| r.end <= l.range.start);
+        if wiki_ranges.get(i).is_some_and(|r| r.start < l.range.end) {
+            continue;
+        }
+        let Some((target, heading, block_ref)) = markdown_target(&l.dest) else {
+            continue;
+        };
+        let alias = Some(l.text.trim())
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned);
+        out.push(Link {
+            target,
+            alias,
+            heading,
+            block_ref,
+            kind: LinkKind::Markdown,
+            position: l.range.start,
+        });
+    }
+    out.sort_by_key(|l| l.position);
+    out
+}
+
+/// Splits `T#H|alias`, `T^id`, `T#^id`.
+fn wiki_link(inner: &str, kind: LinkKind, position: usize) -> Option<Link> {
+    let (target, alias) = match inner.split_once('|') {
+        Some((t, a)) => (
+            t,
+            Some(a.trim()).filter(|a| !a.is_empty()).map(str::to_owned),
+        ),
+        None => (inner, None),
+    };
+    // Inside a table the pipe is escaped: `[[T\|alias]]`.
+    let target = target.strip_suffix('\\').unwrap_or(target);
+    let (page, heading, block_ref) = if let Some((page, frag)) = target.split_once('#') {
+        match frag.strip_prefix('^') {
+            Some(id) => (page, None, Some(id)),
+            None => (page, Some(frag), None),
+        }
+    } else if let Some((page, id)) = target.split_once('^') {
+        (page, None, Some(id))
+    } else {
+        (target, None, None)
+    };
+    let page = page.trim();
+    if page.is_empty() {
+        return None;
+    }
+    let clean = |s: Option<&str>| {
+        s.map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    Some(Link {
+        target: page.to_owned(),
+        alias,
+        heading: clean(heading),
+        block_ref: clean(block_ref),
+        kind,
+        position,
+    })
+}
+
+/// A markdown link destination that names a note: relative (no scheme, no leading `/`), ending
+/// in `.md` once percent-decoded. Returns (path, heading, block ref).
+fn markdown_target(dest: &str) -> Option<(String, Option<String>, Option<String>)> {
+    if dest.is_empty() || dest.starts_with(['/', '#', '\\']) || has_scheme(dest) {
+        return None;
+    }
+    let (path, frag) = match dest.split_once('#') {
+        Some((p, f)) => (p, Some(f)),
+        None => (dest, None),
+    };
+    let path = percent_decode(path);
+    if !path.to_lowercase().ends_with(".md") {
+        return None;
+    }
+    let frag = frag.map(percent_decode).filter(|f| !f.is_empty());
+    let (heading, block_ref) = match frag {
+        Some(f) => match f.strip_prefix('^') {
+            Some(id) => (None, Some(id.to_owned())),
+            None => (Some(f), None),
+        },
+        None => (None, None),
+    };
+    Some((path, heading, block_ref))
+}
+
+/// `scheme:` per RFC 3986: a letter, then letters, digits, `+`, `.`, `-`, then `:`.
+fn has_scheme(s: &str) -> bool {
+    let mut chars = s.chars();
+    if !chars.next().is_some_and(|c| c.is_ascii_alphabetic()) {
+        return false;
+    }
+    for c in chars {
+        if c == ':' {
+            return true;
+        }
+        if !(c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-')) {
+            return false;
+        }
+    }
+    false
+}
+
+/// Decodes `%XX` escapes; text that would not be UTF-8 afterwards is returned unchanged.
+fn percent_decode(s: &str) -> String {
+    if !s.contains('%') {
+        return s.to_owned();
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        let hex = |j: usize| b.get(j).and_then(|h| (*h as char).to_digit(16));
+        match (c, hex(i + 1), hex(i + 2)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push(u8::try_from(h * 16 + l).unwrap_or(b'?'));
+                i += 3;
+            }
+            _ => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| s.to_owned())
+}
+
+/// The key a link target is matched by: trimmed, `\` as `/`, lowercased, without a trailing
+/// `.md`.
+pub fn target_key(target: &str) -> String {
+    let key = target.trim().replace('\\', "/").to_lowercase();
+    match key.strip_suffix(".md") {
+        Some(k) => k.to_owned(),
+        None => key,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn targets(text: &str) -> Vec<(String, LinkKind, usize)> {
+        extract_links(text)
+            .into_iter()
+            .map(|l| (l.target, l.kind, l.position))
+            .collect()
+    }
+
+    #[test]
+    fn wiki_parts() {
+        let l = &extract_links("[[Page#Sec|shown]]")[0];
+        assert_eq!(
+            (l.target.as_str(), l.heading.as_deref(), l.alias.as_deref()),
+            ("Page", Some("Sec"), Some("shown"))
+        );
+        let l = &extract_links("[[Page#^abc123]]")[0];
+        assert_eq!(
+            (l.target.as_str(), l.block_ref.as_deref()),
+            ("Page", Some("abc123"))
+        );
+        let l = &extract_links("| [[Page\\|alias]] |")[0];
+        assert_eq!(
+            (l.target.as_str(), l.alias.as_deref()),
+            ("Page", Some("alias"))
+        );
+        assert!(extract_links("[[#Only heading]] [[ ]] [[|x]]").is_empty());
+    }
+
+    #[test]
+    fn markdown_links() {
+        let ls = extract_links(
+            "[a](notes/My%20Note.md#Part%202) [b](https://x.org/y.md) [c](/abs.md) [d](img.png) [e](<with space.md>)",
+        );
+        let got: Vec<_> = ls
+            .iter()
+            .map(|l| (l.target.as_str(), l.heading.as_deref(), l.alias.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("notes/My Note.md", Some("Part 2"), Some("a")),
+                ("with space.md", None, Some("e"))
+            ]
+        );
+        assert!(extract_links("![img](x.md) <https://a.b/c.md> mailto:x@y.md").is_empty());
+    }
+
+    #[test]
+    fn reference_links_resolve_and_foam_definitions_do_not_double() {
+        assert_eq!(
+            targets("see [x][r]\n\n[r]: other.md\n"),
+            vec![("other.md".into(), LinkKind::Markdown, 4)]
+        );
+        assert_eq!(
+            targets("[[note]]\n\n[note]: note.md \"Note\"\n"),
+            vec![("note".into(), LinkKind::Wiki, 0)]
+        );
+    }
+
+    #[test]
+    fn frontmatter_links_count() {
+        assert_eq!(
+            targets("---\nup: \"[[Index]]\"\n---\n"),
+            vec![("Index".into(), LinkKind::Wiki, 9)]
+        );
+    }
+
+    #[test]
+    fn keys() {
+        assert_eq!(target_key("  Folder\\Note.MD "), "folder/note");
+        assert_eq!(target_key("Note"), "note");
+        assert_eq!(percent_decode("%E2%9C%93 %zz %"), "✓ %zz %");
+        assert_eq!(percent_decode("%FF"), "%FF");
+    }
+}

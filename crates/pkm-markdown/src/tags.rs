@@ -1,0 +1,710 @@
+//! Tags: inline `#tag` and `#[[multi word]]` extraction, and the two tag edits (add to the
+//! frontmatter list, remove everywhere) made as the smallest text change, every other byte kept.
+
+use std::ops::Range;
+
+use serde_json::Value;
+
+use crate::block_parser::collect_list;
+use crate::error::TagEditError;
+use crate::frontmatter::{self, FrontmatterSpan};
+use crate::lines;
+use crate::scan::{self, WikiPrefix};
+
+/// A tag found in the body, with the span of its source (`#tag` or `#[[multi word]]`).
+struct InlineTag {
+    tag: String,
+    span: Range<usize>,
+}
+
+/// Inline tags of `text` (frontmatter skipped), without the `#`, with the byte offset of their
+/// `#`. A tag is `#` followed by letters, digits and `_ - / .` (a trailing `.` or `/` is
+/// punctuation, and a tag of digits only is not a tag: `#1` is an issue number). It must not
+/// follow a letter, digit or other word character (`a#b`, `&#39;`, `page.md#part`), and is never
+/// taken from code, HTML, links, URLs or headings' `# `. `#[[multi word]]` gives `multi word`.
+pub fn extract_inline_tags(text: &str) -> Vec<(String, usize)> {
+    inline_tags(text)
+        .into_iter()
+        .map(|t| (t.tag, t.span.start))
+        .collect()
+}
+
+/// Strips a leading `#` and surrounding whitespace.
+pub fn normalize(tag: &str) -> String {
+    tag.trim().trim_start_matches('#').trim().to_owned()
+}
+
+fn inline_tags(text: &str) -> Vec<InlineTag> {
+    if !text.contains('#') {
+        return Vec::new();
+    }
+    let s = scan::scan(text);
+    let mut code_and_fm = s.code.clone();
+    code_and_fm.push(0..s.body_start);
+    let code_and_fm = scan::merge(code_and_fm);
+    let wikis = scan::wikilinks(text, &scan::gaps(&code_and_fm, text.len()));
+
+    let mut excluded = code_and_fm;
+    excluded.extend(s.links.iter().map(|l| l.range.clone()));
+    excluded.extend(wikis.iter().map(|w| w.range.clone()));
+    excluded.extend(scan::bare_urls(text));
+    let excluded = scan::merge(excluded);
+
+    let mut out = Vec::new();
+    for w in wikis.iter().filter(|w| w.prefix == WikiPrefix::Hash) {
+        let link_inside = s
+            .links
+            .iter()
+            .any(|l| l.range.start <= w.range.start && w.range.end <= l.range.end);
+        let inner = text.get(w.inner.clone()).unwrap_or_default().trim();
+        if w.range.start >= s.body_start
+            && !link_inside
+            && may_follow(prev_char(text, w.range.start))
+            && !inner.is_empty()
+        {
+            out.push(InlineTag {
+                tag: inner.to_owned(),
+                span: w.range.clone(),
+            });
+        }
+    }
+    for gap in scan::gaps(&excluded, text.len()) {
+        let Some(segment) = text.get(gap.clone()) else {
+            continue;
+        };
+        let mut from = 0;
+        while let Some(rel) = segment.get(from..).and_then(|t| t.find('#')) {
+            let at = gap.start + from + rel;
+            from += rel + 1;
+            if !may_follow(prev_char(text, at)) {
+                continue;
+            }
+            let body = segment.get(from..).unwrap_or_default();
+            let len: usize = body
+                .chars()
+                .take_while(|&c| is_tag_char(c))
+                .map(char::len_utf8)
+                .sum();
+            let tag = body
+                .get(..len)
+                .unwrap_or_default()
+                .trim_end_matches(['.', '/']);
+            from += len;
+            if tag.is_empty() || tag.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            out.push(InlineTag {
+                tag: tag.to_owned(),
+                span: at..at + 1 + tag.len(),
+            });
+        }
+    }
+    out.sort_by_key(|t| t.span.start);
+    out
+}
+
+fn is_tag_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '_' | '-' | '/' | '.')
+}
+
+fn prev_char(text: &str, at: usize) -> Option<char> {
+    text.get(..at).and_then(|t| t.chars().next_back())
+}
+
+/// What may stand right before a tag's `#`: nothing, whitespace, or opening punctuation.
+fn may_follow(prev: Option<char>) -> bool {
+    match prev {
+        None => true,
+        Some(c) => {
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    '(' | ',' | ';' | '*' | '~' | '"' | '\'' | '>' | '{' | '|'
+                )
+        }
+    }
+}
+
+/// Adds `tag` to the frontmatter `tags` list. `Ok(None)` when the note already has it (in
+/// frontmatter or as an inline tag, case-insensitively). Without frontmatter, one is created;
+/// otherwise the tag is appended to a flow list (`tags: [a, b]`), a block list (a new `- tag` line
+/// with the list's indentation), a scalar (`tags: a` becomes `tags: [a, tag]`), or a new
+/// `tags: [tag]` line at the end of the frontmatter. Every other byte is unchanged.
+pub fn add_tag(text: &str, tag: &str) -> Result<Option<String>, TagEditError> {
+    let tag = valid_tag(tag)?;
+    let key = tag.to_lowercase();
+    let span = frontmatter::locate(text);
+    let fm = match &span {
+        Some(span) => Some(frontmatter::parse_yaml(
+            text.get(span.yaml.clone()).unwrap_or_default(),
+        )?),
+        None => None,
+    };
+    // Tagged already: frontmatter, Logseq `tags::` on the first block, or inline.
+    if crate::block_parser::parse_page(text, "")
+        .tags
+        .iter()
+        .any(|t| t.to_lowercase() == key)
+    {
+        return Ok(None);
+    }
+    let item = yaml_item(&tag);
+    let (Some(span), Some(fm)) = (span, fm) else {
+        let bom = if text.starts_with('\u{feff}') {
+            '\u{feff}'.len_utf8()
+        } else {
+            0
+        };
+        let (head, rest) = text.split_at_checked(bom).unwrap_or(("", text));
+        return Ok(Some(format!("{head}---\ntags: [{item}]\n---\n{rest}")));
+    };
+    let nl = newline(text, &span);
+    let found = match find_key(text, &span, &fm, "tags")? {
+        Some(k) => Some(k),
+        None => find_key(text, &span, &fm, "tag")?,
+    };
+    let edits = match found {
+        None => {
+            let end = span.yaml.end;
+            let sep = if span.yaml.is_empty() || text.get(..end).is_some_and(|t| t.ends_with('\n'))
+            {
+                ""
+            } else {
+                nl
+            };
+            vec![Edit::insert(end, format!("{sep}tags: [{item}]{nl}"))]
+        }
+        Some(k) => match k.shape {
+            Shape::Empty => vec![Edit::insert(k.colon + 1, format!(" [{item}]"))],
+            Shape::Flow(f) => match (f.items.first(), f.items.last()) {
+                (Some(_), Some(last)) => vec![Edit::insert(last.span.end, format!(", {item}"))],
+                _ => vec![Edit::replace(f.open..f.close + 1, format!("[{item}]"))],
+            },
+            Shape::Block { items, indent } => {
+                let at = items.last().map_or(k.line_next, |i| i.line_next);
+                vec![Edit::insert(at, format!("{indent}- {item}{nl}"))]
+            }
+            Shape::Scalar { whole, items, .. } => {
+                let mut list: Vec<String> = items.iter().map(|i| yaml_item(&i.value)).collect();
+                list.push(item);
+                vec![Edit::replace(whole, format!("[{}]", list.join(", ")))]
+            }
+        },
+    };
+    let out = apply(text, edits);
+    // The edit is checked by reading it back: a shape this code misjudged is refused, not written.
+    let check = frontmatter::parse(&out).ok().flatten();
+    if !check.is_some_and(|fm| fm_tags(&fm).iter().any(|t| t.to_lowercase() == key)) {
+        return Err(TagEditError::UnsupportedTags(
+            "the edited frontmatter does not read back".to_owned(),
+        ));
+    }
+    Ok(Some(out))
+}
+
+/// Removes `tag` (case-insensitively) from the frontmatter tags and every inline `#tag` /
+/// `#[[tag]]` outside code; `#proj` never touches `#project`. A list left empty becomes
+/// `tags: []`. An inline tag takes one neighbouring space with it. Returns the new text and how
+/// many occurrences were removed (0: the text is returned unchanged).
+pub fn remove_tag(text: &str, tag: &str) -> Result<(String, usize), TagEditError> {
+    let tag = valid_tag(tag)?;
+    let key = tag.to_lowercase();
+    let mut edits = Vec::new();
+    let mut count = 0;
+    let span = frontmatter::locate(text);
+    if let Some(span) = &span {
+        let fm = frontmatter::parse_yaml(text.get(span.yaml.clone()).unwrap_or_default())?;
+        for key_name in ["tags", "tag"] {
+            let Some(k) = find_key(text, span, &fm, key_name)? else {
+                continue;
+            };
+            let matches = |v: &str| normalize(v).to_lowercase() == key;
+            match k.shape {
+                Shape::Empty => {}
+                Shape::Flow(f) => {
+                    let n = remove_items(&f.items, &matches, f.open + 1..f.close, "", &mut edits);
+                    count += n;
+                }
+                Shape::Block { items, .. } => {
+                    let gone: Vec<&Item> = items.iter().filter(|i| matches(&i.value)).collect();
+                    if !gone.is_empty() && gone.len() == items.len() {
+                        edits.push(Edit::insert(k.colon + 1, " []".to_owned()));
+                    }
+                    for i in &gone {
+                        edits.push(Edit::delete(i.line_start..i.line_next));
+                    }
+                    count += gone.len();
+                }
+                Shape::Scalar {
+                    whole,
+                    inner,
+                    items,
+                } => {
+                    let n = remove_items(&items, &matches, inner, "", &mut edits);
+                    if n > 0 && n == items.len() {
+                        edits.retain(|e| {
+                            !(whole.start <= e.range.start && e.range.end <= whole.end)
+                        });
+                        edits.push(Edit::replace(whole, "[]".to_owned()));
+                    }
+                    count += n;
+                }
+            }
+        }
+    }
+    let bytes = text.as_bytes();
+    for t in inline_tags(text)
+        .into_iter()
+        .filter(|t| t.tag.to_lowercase() == key)
+    {
+        let mut r = t.span.clone();
+        let before = r.start.checked_sub(1).and_then(|i| bytes.get(i)).copied();
+        let after = bytes.get(r.end).copied();
+        let after_is_end = matches!(after, None | Some(b'\n' | b'\r'));
+        let after_is_space = matches!(after, Some(b' ' | b'\t'));
+        if matches!(before, Some(b' ' | b'\t'))
+            && (after_is_end || after_is_space || after.is_some_and(|b| b".,;:!?)".contains(&b)))
+        {
+            r.start -= 1;
+        } else if matches!(before, None | Some(b'\n')) && after_is_space {
+            r.end += 1;
+        }
+        edits.push(Edit::delete(r));
+        count += 1;
+    }
+    if count == 0 {
+        return Ok((text.to_owned(), 0));
+    }
+    let out = apply(text, edits);
+    if span.is_some() {
+        let fm = frontmatter::parse(&out).ok().flatten();
+        if fm.is_none_or(|fm| fm_tags(&fm).iter().any(|t| t.to_lowercase() == key)) {
+            return Err(TagEditError::UnsupportedTags(
+                "the edited frontmatter does not read back".to_owned(),
+            ));
+        }
+    }
+    Ok((out, count))
+}
+
+/// Deletes the matching items of a comma- or space-separated run, each with one separator: the
+/// one after it, or, when no kept item follows, the one after the last kept item before it. `inner` is the run's whole extent; when
+/// every item goes, it is emptied (replaced by `empty`).
+fn remove_items(
+    items: &[Item],
+    matches: &dyn Fn(&str) -> bool,
+    inner: Range<usize>,
+    empty: &str,
+    edits: &mut Vec<Edit>,
+) -> usize {
+    let gone: Vec<bool> = items.iter().map(|i| matches(&i.value)).collect();
+    let n = gone.iter().filter(|g| **g).count();
+    if n == 0 {
+        return 0;
+    }
+    if n == items.len() {
+        edits.push(Edit::replace(inner, empty.to_owned()));
+        return n;
+    }
+    for (i, item) in items.iter().enumerate() {
+        if !gone.get(i).copied().unwrap_or(false) {
+            continue;
+        }
+        let kept_after = gone.get(i + 1..).is_some_and(|g| g.iter().any(|x| !x));
+        let kept_before = (0..i)
+            .rev()
+            .find(|&k| !gone.get(k).copied().unwrap_or(true));
+        let r = match (
+            kept_after,
+            items.get(i + 1),
+            kept_before.and_then(|k| items.get(k)),
+        ) {
+            (true, Some(next), _) => item.span.start..next.span.start,
+            (_, _, Some(prev)) => prev.span.end..item.span.end,
+            _ => item.span.clone(),
+        };
+        edits.push(Edit::delete(r));
+    }
+    n
+}
+
+fn valid_tag(tag: &str) -> Result<String, TagEditError> {
+    let t = normalize(tag);
+    if t.is_empty() || t.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(TagEditError::InvalidTag(tag.to_owned()));
+    }
+    Ok(t)
+}
+
+/// Frontmatter tags (`tags` and `tag`), normalized.
+fn fm_tags(fm: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for key in ["tags", "tag"] {
+        if let Some(v) = fm.get(key) {
+            collect_list(v, true, &mut out);
+        }
+    }
+    out
+}
+
+/// The tag as a YAML flow-list item: plain when it reads back as the same string, else quoted.
+fn yaml_item(tag: &str) -> String {
+    let plain = tag
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphanumeric() || c == '_')
+        && tag
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '/' | '.'))
+        && frontmatter::resolve_plain(tag) == Value::String(tag.to_owned());
+    if plain {
+        tag.to_owned()
+    } else {
+        Value::String(tag.to_owned()).to_string()
+    }
+}
+
+fn newline(text: &str, span: &FrontmatterSpan) -> &'static str {
+    if text
+        .get(..span.yaml.start)
+        .is_some_and(|t| t.ends_with("\r\n"))
+    {
+        "\r\n"
+    } else {
+        "\n"
+    }
+}
+
+/// One text change: replace `range` with `text`.
+struct Edit {
+    range: Range<usize>,
+    text: String,
+}
+
+impl Edit {
+    fn insert(at: usize, text: String) -> Edit {
+        Edit {
+            range: at..at,
+            text,
+        }
+    }
+    fn delete(range: Range<usize>) -> Edit {
+        Edit {
+            range,
+            text: String::new(),
+        }
+    }
+    fn replace(range: Range<usize>, text: String) -> Edit {
+        Edit { range, text }
+    }
+}
+
+/// Applies edits; overlapping deletions are merged, and an edit overlapping an earlier one is
+/// folded into it (the text of both is kept, in order).
+fn apply(text: &str, mut edits: Vec<Edit>) -> String {
+    edits.sort_by_key(|e| (e.range.start, e.range.end));
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut pos = 0;
+    for e in edits {
+        let start = e.range.start.max(pos);
+        out.push_str(text.get(pos..start).unwrap_or_default());
+        out.push_str(&e.text);
+        pos = pos.max(e.range.end);
+    }
+    out.push_str(text.get(pos..).unwrap_or_default());
+    out
+}
+
+/// One item of a tags value: its source span and its unquoted text.
+#[derive(Debug)]
+struct Item {
+    span: Range<usize>,
+    value: String,
+    /// For block-list items: the whole line, line break included.
+    line_start: usize,
+    line_next: usize,
+}
+
+struct Flow {
+    open: usize,
+    close: usize,
+    items: Vec<Item>,
+}
+
+enum Shape {
+    /// `tags:` with nothing after it and no list below.
+    Empty,
+    Flow(Flow),
+    Block {
+        items: Vec<Item>,
+        indent: String,
+    },
+    /// `tags: a, b` or `tags: "a b"`: `whole` is the scalar with quotes, `inner` inside them.
+    Scalar {
+        whole: Range<usize>,
+        inner: Range<usize>,
+        items: Vec<Item>,
+    },
+}
+
+struct KeyLine {
+    /// Byte offset of the key's `:`.
+    colon: usize,
+    line_next: usize,
+    shape: Shape,
+}
+
+/// Finds the top-level `key_name:` line of the frontmatter and reads its value's shape; `None`
+/// when the frontmatter has no such key.
+fn find_key(
+    text: &str,
+    span: &FrontmatterSpan,
+    fm: &Value,
+    key_name: &str,
+) -> Result<Option<KeyLine>, TagEditError> {
+    if fm.get(key_name).is_none() {
+        return Ok(None);
+    }
+    let yaml_lines: Vec<lines::Line> = lines::lines(text, span.yaml.start)
+        .take_while(|l| l.start < span.yaml.end)
+        .collect();
+    match fm.get(key_name) {
+        Some(Value::Object(_)) => {
+            return Err(TagEditError::UnsupportedTags(format!(
+                "`{key_name}` is a mapping"
+            )));
+        }
+        Some(Value::Array(items)) if items.iter().any(|i| i.is_array() || i.is_object()) => {
+            return Err(TagEditError::UnsupportedTags(format!(
+                "`{key_name}` holds nested lists"
+            )));
+        }
+        _ => {}
+    }
+    let unsupported = || {
+        TagEditError::UnsupportedTags(format!(
+            "`{key_name}` is written in a form this edit does not handle"
+        ))
+    };
+    let found = yaml_lines.iter().enumerate().find_map(|(i, l)| {
+        let s = text.get(l.start..l.end)?;
+        let rest = [
+            key_name.to_owned(),
+            format!("\"{key_name}\""),
+            format!("'{key_name}'"),
+        ]
+        .into_iter()
+        .find_map(|k| s.strip_prefix(k.as_str()).map(|r| (k.len(), r)))?;
+        let (klen, after) = rest;
+        let after_colon = after.strip_prefix(':')?;
+        (after_colon.is_empty() || after_colon.starts_with([' ', '\t'])).then_some((
+            i,
+            l,
+            l.start + klen,
+        ))
+    });
+    let Some((idx, line, colon)) = found else {
+        return Err(unsupported());
+    };
+    let value_start = colon + 1;
+    let raw = text.get(value_start..line.end).unwrap_or_default();
+    let lead = raw.len() - raw.trim_start_matches([' ', '\t']).len();
+    let v_start = value_start + lead;
+    let first = text.as_bytes().get(v_start).copied();
+    let shape = match first {
+        None | Some(b'#' | b'\n' | b'\r') => {
+            let rest = yaml_lines.get(idx + 1..).unwrap_or_default();
+            block_items(text, rest).map_or(Shape::Empty, |(items, indent)| Shape::Block {
+                items,
+                indent,
+            })
+        }
+        Some(b'[') => {
+            Shape::Flow(flow_items(text, v_start, span.yaml.end).ok_or_else(unsupported)?)
+        }
+        Some(b'{' | b'|' | b'>' | b'&' | b'*' | b'!' | b'-' | b'?') => return Err(unsupported()),
+        Some(q @ (b'"' | b'\'')) => {
+            let close = closing_quote(text, v_start, line.end, q).ok_or_else(unsupported)?;
+            let inner = v_start + 1..close;
+            Shape::Scalar {
+                whole: v_start..close + 1,
+                items: split_scalar(text, inner.clone()),
+                inner,
+            }
+        }
+        Some(_) => {
+            let end = comment_start(text, v_start, line.end);
+            let end = v_start + text.get(v_start..end).unwrap_or_default().trim_end().len();
+            Shape::Scalar {
+                whole: v_start..end,
+                inner: v_start..end,
+                items: split_scalar(text, v_start..end),
+            }
+        }
+    };
+    Ok(Some(KeyLine {
+        colon,
+        line_next: line.next,
+        shape,
+    }))
+}
+
+/// The `- item` lines right under a key, and their indentation.
+fn block_items(text: &str, rest: &[lines::Line]) -> Option<(Vec<Item>, String)> {
+    let mut items: Vec<Item> = Vec::new();
+    let mut indent: Option<&str> = None;
+    for l in rest {
+        let s = text.get(l.start..l.end)?;
+        let t = s.trim_start_matches([' ', '\t']);
+        let ind = s.get(..s.len() - t.len())?;
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let is_item = t == "-" || t.starts_with("- ") || t.starts_with("-\t");
+        match indent {
+            Some(i) if is_item && ind == i => {}
+            // A more indented line continues the previous item.
+            Some(i) if ind.len() > i.len() => continue,
+            Some(_) => break,
+            None if is_item => indent = Some(ind),
+            None => break,
+        }
+        let v_start = l.start + ind.len() + 1;
+        let end = comment_start(text, v_start, l.end);
+        let raw = text.get(v_start..end).unwrap_or_default();
+        let value = unquote(raw.trim());
+        let lead = raw.len() - raw.trim_start().len();
+        items.push(Item {
+            span: v_start + lead..v_start + raw.trim_end().len(),
+            value,
+            line_start: l.start,
+            line_next: l.next,
+        });
+    }
+    let indent = indent?.to_owned();
+    Some((items, indent))
+}
+
+/// Items of a flow list starting at `open` (`[`); may span lines. Nested collections are refused.
+fn flow_items(text: &str, open: usize, limit: usize) -> Option<Flow> {
+    let bytes = text.as_bytes();
+    let mut items = Vec::new();
+    let mut i = open + 1;
+    let mut item_start: Option<usize> = None;
+    let push = |s: usize, e: usize, items: &mut Vec<Item>| {
+        let raw = text.get(s..e).unwrap_or_default();
+        let t = raw.trim();
+        if !t.is_empty() {
+            let lead = raw.len() - raw.trim_start().len();
+            items.push(Item {
+                span: s + lead..s + lead + t.len(),
+                value: unquote(t),
+                line_start: 0,
+                line_next: 0,
+            });
+        }
+    };
+    while i < limit {
+        match bytes.get(i)? {
+            q @ (b'"' | b'\'')
+                if item_start
+                    .is_none_or(|s| text.get(s..i).is_some_and(|t| t.trim().is_empty())) =>
+            {
+                let close = closing_quote(text, i, limit, *q)?;
+                item_start.get_or_insert(i);
+                i = close + 1;
+                continue;
+            }
+            b',' => {
+                if let Some(s) = item_start.take() {
+                    push(s, i, &mut items);
+                }
+            }
+            b']' => {
+                if let Some(s) = item_start.take() {
+                    push(s, i, &mut items);
+                }
+                return Some(Flow {
+                    open,
+                    close: i,
+                    items,
+                });
+            }
+            b'[' | b'{' | b'#' => return None,
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            _ => {
+                item_start.get_or_insert(i);
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The closing quote of a quoted scalar opened at `open`, on the same stretch of text.
+fn closing_quote(text: &str, open: usize, limit: usize, q: u8) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut i = open + 1;
+    while i < limit {
+        let c = *bytes.get(i)?;
+        if q == b'"' && c == b'\\' {
+            i += 2;
+            continue;
+        }
+        if c == q {
+            if q == b'\'' && bytes.get(i + 1) == Some(&b'\'') {
+                i += 2;
+                continue;
+            }
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Where a ` #` comment starts on a plain-scalar line (or `end`).
+fn comment_start(text: &str, from: usize, end: usize) -> usize {
+    let bytes = text.as_bytes();
+    (from..end)
+        .find(|&i| {
+            bytes.get(i) == Some(&b'#')
+                && (i == from || matches!(bytes.get(i - 1), Some(b' ' | b'\t')))
+        })
+        .unwrap_or(end)
+}
+
+/// The comma- or space-separated words of a string value, with their spans.
+fn split_scalar(text: &str, inner: Range<usize>) -> Vec<Item> {
+    let mut items = Vec::new();
+    let s = text.get(inner.clone()).unwrap_or_default();
+    let mut start: Option<usize> = None;
+    for (i, c) in s.char_indices().chain(std::iter::once((s.len(), ','))) {
+        let sep = c == ',' || c.is_whitespace();
+        match (sep, start) {
+            (true, Some(st)) => {
+                let word = s.get(st..i).unwrap_or_default();
+                items.push(Item {
+                    span: inner.start + st..inner.start + i,
+                    value: word.to_owned(),
+                    line_start: 0,
+                    line_next: 0,
+                });
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    items
+}
+
+fn unquote(s: &str) -> String {
+    if let Some(inner) = s.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        serde_json::from_str::<String>(s).unwrap_or_else(|_| inner.to_owned())
+    } else if let Some(inner) = s.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')) {
+        inner.replace("''", "'")
+    } else {
+        s.to_owned()
+    }
+}

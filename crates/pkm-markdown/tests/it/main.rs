@@ -1,0 +1,26 @@
+//! The crate's one integration-test binary (one link step instead of one per file).
+
+// `cfg(test)` lets clippy's allow-unwrap-in-tests cover the helpers, not only `#[test]` fns.
+#[cfg(test)]
+mod blocks;
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod frontmatter_limits;
+#[cfg(test)]
+mod links_spec;
+#[cfg(test)]
+mod props;
+#[cfg(test)]
+mod robustness;
+#[cfg(test)]
+mod tag_edits;
+
+use expect_test::Expect;
+use pkm_markdown::block_parser::{outline, parse_page};
+
+/// Parses `markdown` and compares its block tree, printed by `outline`, with `expect`.
+pub fn check_blocks(markdown: &str, expect: Expect) {
+    let page = parse_page(markdown, "stem");
+    expect.assert_eq(&outline(&page.blocks));
+}

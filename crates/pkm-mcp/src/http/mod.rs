@@ -1,0 +1,420 @@
+//! The Streamable HTTP door (contract §2.1, §7, §9, §12; SPEC-operations "HTTP security" and
+//! "Streamable HTTP behaviour"): `POST <base>/mcp` answers JSON-RPC (single or batch) through the same
+//! `StratumServer` as stdio, `DELETE <base>/mcp` ends a session, `GET <base>/health` reports the store.
+//!
+//! Every request passes, in this order: Host and Origin allow-lists (DNS rebinding), body size and
+//! Content-Type, JSON and JSON-RPC shape, `MCP-Protocol-Version`, the token, the session, then per
+//! message the rate limit and the dispatcher (which checks scopes). The door knows no tool by name:
+//! rate-limit tiers come from `tools::find(name).scope`.
+
+mod guard;
+pub mod metrics;
+pub mod rate;
+mod rpc;
+mod session;
+pub mod tls;
+
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::connect_info::Connected;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::serve::IncomingStream;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+use crate::cli::{Exit, ServeArgs};
+use crate::errors::{Kind, McpError};
+use crate::server::{StratumServer, VERSION};
+use crate::tokens::TokenVerifier;
+
+pub use self::metrics::Metrics;
+pub use self::rate::{Limit, MemoryRateStore, RateLimits, RateStore};
+
+/// `MCP_BODY_MAX` of contract §11: larger request bodies get HTTP 413.
+pub const BODY_MAX_BYTES: usize = 2 * 1024 * 1024;
+/// `MCP-Protocol-Version` values a client may announce on follow-up requests.
+pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 2] = ["2025-06-18", "2025-03-26"];
+
+/// How long a client may take to send its request body before it gets 408.
+const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long `/health` waits for the store.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long in-flight requests may run on after SIGTERM/SIGINT before the process stops anyway.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// Who may call `/mcp`.
+#[derive(Clone)]
+pub enum Auth {
+    /// `--no-auth` (loopback only): every caller holds every scope.
+    Disabled,
+    /// Personal access tokens checked against the token store.
+    Tokens(Arc<TokenVerifier>),
+}
+
+/// The HTTP door's settings, beyond the server itself.
+#[derive(Debug, Clone, Default)]
+pub struct HttpConfig {
+    /// Path prefix (`--base`), e.g. `/kb`; empty serves `/mcp` and `/health`.
+    pub base: String,
+    /// Extra Host header values to accept (`--allowed-host`); loopback names are always accepted.
+    /// `name` accepts any port, `name:port` only that one.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins to accept (`--allowed-origin`); loopback origins are always accepted.
+    pub allowed_origins: Vec<String>,
+    pub rate_limits: RateLimits,
+}
+
+struct Shared {
+    server: StratumServer,
+    auth: Auth,
+    base: String,
+    guard: guard::Guard,
+    sessions: session::SessionStore,
+    limiter: rate::Limiter,
+    metrics: Arc<Metrics>,
+}
+
+/// Everything a request handler needs; cheap to clone.
+#[derive(Clone)]
+pub struct HttpState {
+    shared: Arc<Shared>,
+}
+
+impl HttpState {
+    /// State with the in-memory rate-limit store. Fails (one line) on a malformed `base`.
+    pub fn new(server: StratumServer, auth: Auth, config: HttpConfig) -> Result<HttpState, String> {
+        HttpState::with_rate_store(server, auth, config, Arc::new(MemoryRateStore::new()))
+    }
+
+    /// State whose rate-limit counters live in `store` (e.g. shared between instances).
+    pub fn with_rate_store(server: StratumServer, auth: Auth, config: HttpConfig, store: Arc<dyn RateStore>) -> Result<HttpState, String> {
+        let base = guard::normalize_base(&config.base)?;
+        Ok(HttpState {
+            shared: Arc::new(Shared {
+                server,
+                auth,
+                base,
+                guard: guard::Guard::new(&config.allowed_hosts, &config.allowed_origins),
+                sessions: session::SessionStore::new(),
+                limiter: rate::Limiter::new(config.rate_limits, store),
+                metrics: Arc::new(Metrics::default()),
+            }),
+        })
+    }
+
+    /// The counters `--metrics-bind` exposes.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.shared.metrics)
+    }
+}
+
+/// The HTTP status of a JSON-RPC error answered alone (SPEC-operations "Streamable HTTP behaviour").
+/// Tool errors travel with 200: the JSON-RPC error says what went wrong.
+pub fn status_for(kind: Kind) -> StatusCode {
+    match kind {
+        Kind::ParseError | Kind::InvalidRequest => StatusCode::BAD_REQUEST,
+        Kind::Unauthenticated => StatusCode::UNAUTHORIZED,
+        Kind::ScopesDenied => StatusCode::FORBIDDEN,
+        Kind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+        Kind::MethodNotFound
+        | Kind::InvalidArgs
+        | Kind::Internal
+        | Kind::External
+        | Kind::NotFound
+        | Kind::Conflict
+        | Kind::VaultLocked => StatusCode::OK,
+    }
+}
+
+/// The remote address of a connection, for rate-limit keys without auth.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub SocketAddr);
+
+impl Connected<IncomingStream<'_, TcpListener>> for ClientAddr {
+    fn connect_info(stream: IncomingStream<'_, TcpListener>) -> ClientAddr {
+        ClientAddr(*stream.remote_addr())
+    }
+}
+
+impl Connected<IncomingStream<'_, tls::TlsListener>> for ClientAddr {
+    fn connect_info(stream: IncomingStream<'_, tls::TlsListener>) -> ClientAddr {
+        ClientAddr(*stream.remote_addr())
+    }
+}
+
+/// The routes: `POST|DELETE <base>/mcp` (`GET` → 405) and `GET <base>/health`, behind the Host and
+/// Origin checks and a tracing span per request.
+pub fn router(state: HttpState) -> Router {
+    let base = state.shared.base.clone();
+    Router::new()
+        .route(&format!("{base}/mcp"), post(rpc::post).delete(rpc::delete).get(get_mcp))
+        .route(&format!("{base}/health"), get(health))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), guard::check))
+        .layer(middleware::from_fn_with_state(state.clone(), trace))
+        .with_state(state)
+}
+
+/// A JSON-RPC error response with `id: null` and the given status.
+fn error_response(status: StatusCode, e: &McpError) -> Response {
+    json_response(status, &json!({"jsonrpc": "2.0", "id": Value::Null, "error": e.to_json()}))
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], bytes).into_response()
+}
+
+async fn get_mcp() -> Response {
+    let e = McpError::new(Kind::InvalidRequest, "GET is not served on this endpoint (no event stream)")
+        .with_hint("POST JSON-RPC messages with Content-Type: application/json.");
+    let mut r = error_response(StatusCode::METHOD_NOT_ALLOWED, &e);
+    r.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+    r
+}
+
+async fn not_found() -> Response {
+    let e = McpError::new(Kind::InvalidRequest, "no such endpoint").with_hint("MCP is served at <base>/mcp, health at <base>/health.");
+    error_response(StatusCode::NOT_FOUND, &e)
+}
+
+/// `GET <base>/health` (contract §12): no auth, a cheap query of the store.
+async fn health(State(state): State<HttpState>) -> Response {
+    let app = Arc::clone(state.shared.server.app());
+    let query = tokio::task::spawn_blocking(move || stratum_app::commands::vault::get_vault_info(&app));
+    let reason = match tokio::time::timeout(HEALTH_TIMEOUT, query).await {
+        Ok(Ok(Ok(info))) => {
+            return json_response(
+                StatusCode::OK,
+                &json!({"status": "ok", "store": "ok", "index_fresh": info.index_fresh, "version": VERSION}),
+            );
+        }
+        Ok(Ok(Err(e))) => {
+            tracing::error!(error = %e, "health: the store cannot answer");
+            "the store cannot answer"
+        }
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "health: the store query failed");
+            "the store query failed"
+        }
+        Err(_) => "the store did not answer in time",
+    };
+    json_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &json!({"status": "error", "store": "error", "reason": reason, "version": VERSION}),
+    )
+}
+
+/// One span per request: HTTP method, path, then (recorded by the handler) JSON-RPC method, tool
+/// and token name (never the token); the status and latency are logged when it ends.
+async fn trace(State(state): State<HttpState>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let span = tracing::info_span!(
+        "http",
+        method = %req.method(),
+        path = %req.uri().path(),
+        rpc = tracing::field::Empty,
+        tool = tracing::field::Empty,
+        token = tracing::field::Empty,
+    );
+    let response = tracing::Instrument::instrument(next.run(req), span.clone()).await;
+    let elapsed = started.elapsed();
+    let status = response.status().as_u16();
+    state.shared.metrics.observe(status, elapsed);
+    span.in_scope(|| tracing::info!(status, latency_ms = elapsed.as_secs_f64() * 1000.0, "request"));
+    response
+}
+
+fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(v6.is_loopback(), |v4| v4.is_loopback()),
+    }
+}
+
+/// The flag rules of SPEC-operations "HTTP security": `--no-auth` only on loopback; a non-loopback
+/// bind needs native TLS or `--behind-tls-proxy`; a well-formed `--base`. The error is one line.
+pub fn check_flags(args: &ServeArgs) -> Result<(), String> {
+    let loopback = is_loopback(args.bind.ip());
+    if args.no_auth && !loopback {
+        return Err(format!(
+            "--no-auth is only allowed with a loopback --bind address (127.0.0.1, ::1), not {}",
+            args.bind
+        ));
+    }
+    let tls = args.tls_cert.is_some() && args.tls_key.is_some();
+    if !loopback && !tls && !args.behind_tls_proxy {
+        return Err(format!(
+            "--bind {} is not a loopback address, so it needs TLS: pass --tls-cert FILE --tls-key FILE, \
+             or --behind-tls-proxy when a reverse proxy terminates TLS",
+            args.bind
+        ));
+    }
+    if args.tls_cert.is_some() != args.tls_key.is_some() {
+        return Err("--tls-cert and --tls-key go together".into());
+    }
+    guard::normalize_base(&args.base)?;
+    Ok(())
+}
+
+/// Serves `app` on `listener` (TLS when `tls` is given) until `shutdown` completes; in-flight
+/// requests then finish before this returns.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    match tls {
+        None => {
+            let service = app.into_make_service_with_connect_info::<ClientAddr>();
+            axum::serve(listener, service).with_graceful_shutdown(shutdown).await
+        }
+        Some(config) => {
+            let listener = tls::TlsListener::new(listener, config)?;
+            let service = app.into_make_service_with_connect_info::<ClientAddr>();
+            axum::serve(listener, service).with_graceful_shutdown(shutdown).await
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}
+
+/// Host values the server accepts besides the loopback names: `--allowed-host`, plus the bind
+/// address itself when it is a concrete IP (a rebinding attack needs a DNS name).
+fn allowed_hosts(args: &ServeArgs) -> Vec<String> {
+    let mut hosts = args.allowed_host.clone();
+    let ip = args.bind.ip();
+    if !ip.is_unspecified() {
+        hosts.push(match ip {
+            IpAddr::V4(v4) => v4.to_string(),
+            IpAddr::V6(v6) => format!("[{v6}]"),
+        });
+    }
+    hosts
+}
+
+/// `stratum-mcp --http`: checks the flags, opens the vault, listens, prints
+/// `listening on http(s)://HOST:PORT` on stderr, and serves until SIGTERM/SIGINT.
+pub fn run(args: ServeArgs) -> Result<(), Exit> {
+    check_flags(&args).map_err(|m| Exit(2, m))?;
+    let rate_limits = RateLimits::from_env().map_err(|m| Exit(2, m))?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(tls::server_config(cert, key).map_err(|m| Exit(2, m))?),
+        _ => None,
+    };
+    let app = crate::cli::open_app_for_serve(&args)?;
+    let auth = if args.no_auth {
+        Auth::Disabled
+    } else {
+        Auth::Tokens(Arc::new(TokenVerifier::new(crate::cli::token_store(app.vault(), args.token_store.as_deref()))))
+    };
+    let config = HttpConfig {
+        base: args.base.clone(),
+        allowed_hosts: allowed_hosts(&args),
+        allowed_origins: args.allowed_origin.clone(),
+        rate_limits,
+    };
+    let state = HttpState::new(StratumServer::new(app), auth, config).map_err(|m| Exit(2, m))?;
+    let runtime = crate::cli::new_runtime()?;
+    runtime.block_on(serve_until_signal(args, state, tls))
+}
+
+async fn serve_until_signal(args: ServeArgs, state: HttpState, tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>) -> Result<(), Exit> {
+    let listener = TcpListener::bind(args.bind).await.map_err(|e| Exit(1, format!("cannot listen on {}: {e}", args.bind)))?;
+    let local = listener.local_addr().map_err(|e| Exit(1, format!("cannot read the bound address: {e}")))?;
+    if let Some(addr) = args.metrics_bind {
+        let metrics_listener = TcpListener::bind(addr).await.map_err(|e| Exit(1, format!("cannot listen on {addr} for metrics: {e}")))?;
+        let metrics_app = metrics::router(state.metrics());
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(metrics_listener, metrics_app).await {
+                tracing::error!(error = %e, "metrics listener failed");
+            }
+        });
+        tracing::info!(%addr, "serving Prometheus metrics at /metrics");
+    }
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    eprintln!("listening on {scheme}://{local}");
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down: finishing in-flight requests");
+        let _ = stop_tx.send(true);
+    });
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+    let serving = serve(listener, router(state), tls, stopped(stop_rx.clone()));
+    let grace = async {
+        stopped(stop_rx).await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        r = serving => r.map_err(|e| Exit(1, format!("HTTP server failed: {e}"))),
+        () = grace => {
+            tracing::warn!("requests still running after the shutdown grace period; stopping anyway");
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_four_transport_kinds_change_the_status() {
+        assert_eq!(status_for(Kind::ParseError), StatusCode::BAD_REQUEST);
+        assert_eq!(status_for(Kind::InvalidRequest), StatusCode::BAD_REQUEST);
+        assert_eq!(status_for(Kind::Unauthenticated), StatusCode::UNAUTHORIZED);
+        assert_eq!(status_for(Kind::ScopesDenied), StatusCode::FORBIDDEN);
+        assert_eq!(status_for(Kind::RateLimited), StatusCode::TOO_MANY_REQUESTS);
+        for k in [Kind::MethodNotFound, Kind::InvalidArgs, Kind::NotFound, Kind::Conflict, Kind::VaultLocked, Kind::Internal, Kind::External] {
+            assert_eq!(status_for(k), StatusCode::OK, "{k:?}");
+        }
+    }
+
+    #[test]
+    fn loopback_detection_covers_mapped_addresses() {
+        assert!(is_loopback("127.0.0.1".parse().unwrap()));
+        assert!(is_loopback("::1".parse().unwrap()));
+        assert!(is_loopback("::ffff:127.0.0.1".parse().unwrap()));
+        assert!(!is_loopback("0.0.0.0".parse().unwrap()));
+        assert!(!is_loopback("192.168.1.5".parse().unwrap()));
+    }
+}

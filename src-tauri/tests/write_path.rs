@@ -1,0 +1,185 @@
+//! The write path under failure and contention: a failure injected at every step of a save or a
+//! delete leaves the note as it was before or as it is after, never anything else, with the
+//! store intact; a rebuild excludes writers with VaultLocked while reads go on; hooks fire.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pkm_core::{ErrorKind, Vault, VaultPath};
+use stratum_app::commands::{page, search};
+use stratum_app::scan::{self, ScanMode};
+use stratum_app::write::Step;
+use stratum_app::{App, AppConfig, SaveHooks};
+
+fn open(root: &Path, config: AppConfig) -> Arc<App> {
+    let app = App::open(Vault::open(root).unwrap(), config).unwrap();
+    scan::scan(&app, ScanMode::Incremental).unwrap();
+    app.mark_ready();
+    app
+}
+
+fn integrity_ok(root: &Path) -> bool {
+    let conn = rusqlite::Connection::open(root.join(".pkm/blocks.db")).unwrap();
+    conn.query_row("PRAGMA integrity_check", [], |r| r.get::<_, String>(0)).unwrap() == "ok"
+}
+
+fn temp_files(root: &Path) -> Vec<String> {
+    walkdir(root).into_iter().filter(|n| n.ends_with(".tmp")).collect()
+}
+
+fn walkdir(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(root).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            if e.file_name() != ".pkm" {
+                out.extend(walkdir(&e.path()));
+            }
+        } else {
+            out.push(e.file_name().to_string_lossy().into_owned());
+        }
+    }
+    out
+}
+
+/// Fails the k-th step the injector is asked about.
+fn fail_at(app: &App, k: usize) -> Arc<AtomicUsize> {
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&seen);
+    app.set_fault_injector(Some(Arc::new(move |step: Step| {
+        if counter.fetch_add(1, Ordering::SeqCst) == k {
+            Err(std::io::Error::other(format!("injected failure at {step:?}")))
+        } else {
+            Ok(())
+        }
+    })));
+    seen
+}
+
+#[test]
+fn a_failure_at_any_step_of_a_save_leaves_before_or_after() {
+    let mut failures_seen = 0;
+    for k in 0.. {
+        let dir = tempfile::tempdir().unwrap();
+        let app = open(dir.path(), AppConfig::default());
+        let p = VaultPath::parse(app.vault(), "notes/n.md").unwrap();
+        let before = page::save_page(&app, &p, "- before pelican", None).unwrap();
+        let seen = fail_at(&app, k);
+        let result = page::save_page(&app, &p, "- after flamingo", None);
+        app.set_fault_injector(None);
+        let steps = seen.load(Ordering::SeqCst);
+
+        let on_disk = std::fs::read_to_string(dir.path().join("notes/n.md")).unwrap();
+        let status = search::index_status(&app).unwrap();
+        match &result {
+            Ok(_) => {
+                assert_eq!(on_disk, "- after flamingo", "k={k}");
+                if status.index_fresh {
+                    assert_eq!(search::search_blocks(&app, "flamingo", 5, 0).unwrap().total, 1, "k={k}");
+                }
+            }
+            Err(e) => {
+                failures_seen += 1;
+                assert_eq!(e.kind, ErrorKind::External, "k={k}: {e:?}");
+                assert_eq!(on_disk, "- before pelican", "k={k}: the previous note is intact");
+                let now = page::open_page(&app, &p).unwrap();
+                assert_eq!(now.modified_at, before.modified_at, "k={k}");
+                assert_eq!(search::search_blocks(&app, "flamingo", 5, 0).unwrap().total, 0, "k={k}");
+                assert_eq!(search::search_blocks(&app, "pelican", 5, 0).unwrap().total, 1, "k={k}");
+            }
+        }
+        assert!(integrity_ok(dir.path()), "k={k}");
+        assert!(temp_files(dir.path()).is_empty(), "k={k}: {:?}", temp_files(dir.path()));
+        // Whatever happened, a reindex brings everything into agreement with the file.
+        scan::scan(&app, ScanMode::Incremental).unwrap();
+        assert!(search::index_status(&app).unwrap().index_fresh, "k={k}");
+        let word = if on_disk.contains("flamingo") { "flamingo" } else { "pelican" };
+        assert_eq!(search::search_blocks(&app, word, 5, 0).unwrap().total, 1, "k={k}");
+        if steps <= k {
+            break; // the save completed without reaching step k: every step has been tried
+        }
+    }
+    assert!(failures_seen >= 5, "the sweep reached the file and store steps ({failures_seen})");
+}
+
+#[test]
+fn a_failure_at_any_step_of_a_delete_leaves_before_or_after() {
+    for k in 0.. {
+        let dir = tempfile::tempdir().unwrap();
+        let app = open(dir.path(), AppConfig::default());
+        let p = VaultPath::parse(app.vault(), "d.md").unwrap();
+        page::save_page(&app, &p, "- doomed heron", None).unwrap();
+        let seen = fail_at(&app, k);
+        let result = page::delete_page(&app, &p, None);
+        app.set_fault_injector(None);
+        let exists = dir.path().join("d.md").exists();
+        assert_eq!(exists, result.is_err(), "k={k}: {result:?}");
+        if exists {
+            assert_eq!(std::fs::read_to_string(dir.path().join("d.md")).unwrap(), "- doomed heron");
+            assert!(page::open_page(&app, &p).is_ok());
+        }
+        assert!(integrity_ok(dir.path()), "k={k}");
+        if seen.load(Ordering::SeqCst) <= k {
+            break;
+        }
+    }
+}
+
+#[test]
+fn a_rebuild_excludes_writers_with_vault_locked_while_reads_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = open(dir.path(), AppConfig { write_budget: Duration::from_millis(100), ..AppConfig::default() });
+    let p = VaultPath::parse(app.vault(), "r.md").unwrap();
+    page::save_page(&app, &p, "- readable ibis", None).unwrap();
+    let held = app.indexing_guard().exclusive(Duration::from_secs(1)).unwrap();
+    let err = page::save_page(&app, &p, "- blocked", None).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::VaultLocked);
+    assert!(err.retry_after_seconds.unwrap_or(0) >= 1);
+    assert_eq!(page::add_tag(&app, &p, "x").unwrap_err().kind, ErrorKind::VaultLocked);
+    assert_eq!(page::open_page(&app, &p).unwrap().content, "- readable ibis");
+    assert_eq!(search::search_blocks(&app, "ibis", 5, 0).unwrap().total, 1);
+    assert!(!search::index_status(&app).unwrap().index_fresh, "a running rebuild means not fresh");
+    drop(held);
+    page::save_page(&app, &p, "- unblocked", None).unwrap();
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<String>>);
+
+impl SaveHooks for Recorder {
+    fn on_save(&self, path: &str) {
+        self.0.lock().unwrap().push(format!("save {path}"));
+    }
+    fn on_link(&self, path: &str, targets: &[String]) {
+        self.0.lock().unwrap().push(format!("link {path} {}", targets.join(",")));
+    }
+    fn on_delete(&self, path: &str) {
+        self.0.lock().unwrap().push(format!("delete {path}"));
+    }
+}
+
+#[test]
+fn hooks_fire_after_each_successful_write_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = open(dir.path(), AppConfig::default());
+    let rec = Arc::new(Recorder::default());
+    app.add_hooks(rec.clone());
+    let p = VaultPath::parse(app.vault(), "h.md").unwrap();
+    let doc = page::save_page(&app, &p, "See [[B]] and [[A|alias]]", None).unwrap();
+    assert!(page::save_page(&app, &p, "x", Some("2001-01-01T00:00:00Z")).is_err());
+    page::add_tag(&app, &p, "t").unwrap();
+    page::delete_page(&app, &p, None).unwrap();
+    let log = rec.0.lock().unwrap().clone();
+    assert_eq!(log, vec!["save h.md", "link h.md A,B", "save h.md", "link h.md A,B", "delete h.md"], "{doc:?}");
+}
+
+#[test]
+fn a_second_app_on_the_same_vault_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let _first = open(dir.path(), AppConfig::default());
+    let second = App::open(Vault::open(dir.path()).unwrap(), AppConfig::default());
+    let err = second.err().expect("the vault lock is held");
+    assert!(err.message.contains("another stratum-mcp process"), "{}", err.message);
+}

@@ -1,0 +1,517 @@
+"""End-to-end tests of stratum-mcp through the official MCP Python SDK.
+
+Every test drives the real release binary (``STRATUM_MCP_BIN``) on a temporary copy
+of ``examples/vault``, once over stdio and once over Streamable HTTP with a personal
+access token, the way an MCP host would. The SDK itself checks each tool result
+against the tool's ``outputSchema``, so a result that drifts from its schema fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE_VAULT = REPO_ROOT / "examples" / "vault"
+PROTOCOL_VERSION = "2025-06-18"
+NOT_FOUND = -32001
+INVALID_REQUEST = -32600
+# Bounds every wait on the server so a hung server fails the run instead of stalling CI.
+STARTUP_TIMEOUT_S = 30.0
+
+TOOLS = {
+    "kb_get_page",
+    "kb_list_pages",
+    "kb_write_page",
+    "kb_delete_page",
+    "kb_reindex",
+    "kb_index_status",
+    "kb_search",
+    "kb_search_by_tag",
+    "kb_autocomplete",
+    "kb_backlinks",
+    "kb_graph",
+    "kb_resolve_link",
+    "kb_add_tag",
+    "kb_remove_tag",
+    "kb_vault_info",
+}
+
+NOTE_KEYS = {"path", "slug", "title", "content", "frontmatter", "links", "tags", "block_count", "modified_at"}
+INDEX_STATUS_KEYS = {"index_fresh", "indexed_pages", "total_pages", "indexed_blocks", "last_indexed_at"}
+SEARCH_KEYS = {"results", "total", "next_offset"}
+SEARCH_HIT_KEYS = {"block_id", "content", "page_path", "snippet", "score"}
+TAG_RESULT_KEYS = {"path", "success", "tag", "action", "applied"}
+# (required keys, optional keys) of each tool's structuredContent, from the contract's §4/§5.
+RESULT_KEYS: dict[str, tuple[set[str], set[str]]] = {
+    "kb_get_page": (NOTE_KEYS, set()),
+    "kb_write_page": (NOTE_KEYS, set()),
+    "kb_list_pages": ({"pages"}, {"next_cursor"}),
+    "kb_delete_page": (set(), set()),
+    "kb_reindex": (INDEX_STATUS_KEYS, set()),
+    "kb_index_status": (INDEX_STATUS_KEYS, set()),
+    "kb_search": (SEARCH_KEYS, set()),
+    "kb_search_by_tag": (SEARCH_KEYS, set()),
+    "kb_autocomplete": ({"items"}, set()),
+    "kb_backlinks": ({"backlinks"}, set()),
+    "kb_graph": ({"nodes", "edges", "node_count", "edge_count", "vault_path"}, {"truncated"}),
+    "kb_resolve_link": ({"resolved", "unresolved"}, set()),
+    "kb_add_tag": (TAG_RESULT_KEYS, set()),
+    "kb_remove_tag": (TAG_RESULT_KEYS, set()),
+    "kb_vault_info": ({"vault_path", "page_count", "block_count", "index_fresh", "last_indexed_at"}, set()),
+}
+
+
+def server_binary() -> Path:
+    raw = os.environ.get("STRATUM_MCP_BIN", "target/release/stratum-mcp")
+    path = Path(raw)
+    if not path.is_absolute():
+        path = REPO_ROOT / path
+    if not path.is_file():
+        pytest.fail(f"stratum-mcp binary not found at {path}; build it or set STRATUM_MCP_BIN")
+    return path
+
+
+def copy_vault(dest: Path) -> Path:
+    vault = dest / "vault"
+    shutil.copytree(EXAMPLE_VAULT, vault, ignore=shutil.ignore_patterns(".pkm"))
+    return vault
+
+
+@dataclass
+class HttpServer:
+    """A running `stratum-mcp --http` process and what a client needs to reach it."""
+
+    url: str
+    token: str
+    vault: Path
+    statuses: list[tuple[str, int]] = field(default_factory=list)
+
+
+def _drain(stream: Any, lines: list[str], bound: threading.Event, url: list[str]) -> None:
+    # Logs go to stderr for the server's whole life: keep reading so the pipe never fills.
+    for line in stream:
+        lines.append(line)
+        match = re.fullmatch(r"listening on (http://\S+)", line.strip())
+        if match and not url:
+            url.append(match.group(1))
+            bound.set()
+    bound.set()
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def binary() -> Path:
+    return server_binary()
+
+
+@pytest.fixture(scope="module")
+def stdio_vault(binary: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_vault(tmp_path_factory.mktemp("stdio"))
+
+
+@pytest.fixture(scope="module")
+def http_server(binary: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    vault = copy_vault(tmp_path_factory.mktemp("http"))
+    created = subprocess.run(
+        [str(binary), "token", "create", "--vault", str(vault), "--name", "python-sdk"],
+        capture_output=True,
+        text=True,
+        timeout=STARTUP_TIMEOUT_S,
+        check=True,
+    )
+    out_lines = created.stdout.splitlines()
+    assert len(out_lines) == 1, f"token create must print exactly one line, got {created.stdout!r}"
+    token = out_lines[0].strip()
+    assert token
+
+    proc = subprocess.Popen(
+        [str(binary), "--http", "--vault", str(vault), "--bind", "127.0.0.1:0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+    url: list[str] = []
+    bound = threading.Event()
+    reader = threading.Thread(target=_drain, args=(proc.stderr, lines, bound, url), daemon=True)
+    reader.start()
+    try:
+        bound.wait(STARTUP_TIMEOUT_S)
+        if not url:
+            pytest.fail("server never printed 'listening on http://HOST:PORT'; stderr:\n" + "".join(lines))
+        yield HttpServer(url=url[0] + "/mcp", token=token, vault=vault)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        reader.join(timeout=5)
+
+
+TRANSPORTS = ["stdio", "http"]
+
+
+@pytest.fixture(params=TRANSPORTS)
+def transport(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def connect(transport: str, request: pytest.FixtureRequest, binary: Path):
+    """Returns (vault, open_client): open_client() is an async context manager yielding a
+    connected, initialized `mcp.Client` on the selected transport."""
+    if transport == "stdio":
+        vault: Path = request.getfixturevalue("stdio_vault")
+
+        @asynccontextmanager
+        async def open_stdio() -> AsyncIterator[Client]:
+            params = StdioServerParameters(command=str(binary), args=["--stdio", "--vault", str(vault)])
+            async with Client(params, read_timeout_seconds=STARTUP_TIMEOUT_S) as client:
+                yield client
+
+        return vault, open_stdio
+
+    server: HttpServer = request.getfixturevalue("http_server")
+
+    @asynccontextmanager
+    async def open_http() -> AsyncIterator[Client]:
+        async with open_http_client(server, token=server.token) as client:
+            yield client
+
+    return server.vault, open_http
+
+
+@asynccontextmanager
+async def open_http_client(server: HttpServer, token: str | None) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+
+    async def record(response: httpx2.Response) -> None:
+        body = response.request.content
+        method = json.loads(body).get("method", "") if body else ""
+        server.statuses.append((method, response.status_code))
+
+    async with httpx2.AsyncClient(
+        headers=headers,
+        timeout=httpx2.Timeout(STARTUP_TIMEOUT_S),
+        event_hooks={"response": [record]},
+    ) as http:
+        transport = streamable_http_client(server.url, http_client=http)
+        async with Client(transport, read_timeout_seconds=STARTUP_TIMEOUT_S) as client:
+            yield client
+
+
+async def call(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Calls a tool and checks the result envelope: structuredContent with exactly the
+    documented keys, and the same object again as JSON in content[0].text."""
+    result = await client.call_tool(name, arguments)
+    assert not result.is_error, result
+    structured = result.structured_content
+    assert isinstance(structured, dict), f"{name}: structuredContent is {structured!r}"
+    required, optional = RESULT_KEYS[name]
+    keys = set(structured)
+    assert required <= keys, f"{name}: missing keys {required - keys}"
+    assert keys <= required | optional, f"{name}: unexpected keys {keys - required - optional}"
+    assert len(result.content) >= 1
+    first = result.content[0]
+    assert first.type == "text"
+    assert json.loads(first.text) == structured
+    return structured
+
+
+def note_text(vault: Path, rel: str) -> str:
+    return (vault / rel).read_text(encoding="utf-8")
+
+
+# --- lifecycle and listings -------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_initialize_reports_server_and_protocol(connect) -> None:
+    _, open_client = connect
+    async with open_client() as client:
+        assert client.server_info is not None
+        assert client.server_info.name == "stratum-mcp"
+        assert client.server_info.version.startswith("0.7.")
+        assert client.protocol_version == PROTOCOL_VERSION
+        tools_cap = client.server_capabilities.tools
+        assert tools_cap is not None
+        assert tools_cap.list_changed is False
+
+
+@pytest.mark.anyio
+async def test_list_tools_has_the_fifteen_kb_tools(connect) -> None:
+    _, open_client = connect
+    async with open_client() as client:
+        listing = await client.list_tools()
+        names = [tool.name for tool in listing.tools]
+        assert sorted(names) == sorted(TOOLS)
+        for tool in listing.tools:
+            assert tool.input_schema.get("type") == "object", tool.name
+            assert tool.output_schema is not None, f"{tool.name} has no outputSchema"
+            assert tool.output_schema.get("type") == "object", tool.name
+
+
+@pytest.mark.anyio
+async def test_resources_list_and_read(connect) -> None:
+    vault, open_client = connect
+    async with open_client() as client:
+        uris: list[str] = []
+        cursor: str | None = None
+        for _ in range(100):
+            page = await client.list_resources(cursor=cursor)
+            uris.extend(str(r.uri) for r in page.resources)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        assert uris, "resources/list returned nothing"
+        assert all(uri.startswith("note://") for uri in uris), uris
+        assert "note://projects/Stratum.md" in uris
+        assert "note://people/Ada Lovelace.md" in uris
+
+        read = await client.read_resource("note://projects/Stratum.md")
+        assert len(read.contents) == 1
+        contents = read.contents[0]
+        assert contents.uri == "note://projects/Stratum.md"
+        assert contents.text == note_text(vault, "projects/Stratum.md")
+
+
+# --- every tool -------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_kb_get_page(connect) -> None:
+    vault, open_client = connect
+    async with open_client() as client:
+        note = await call(client, "kb_get_page", {"path": "projects/Stratum.md"})
+        assert note["path"] == "projects/Stratum.md"
+        assert note["slug"] == "projects/Stratum"
+        assert note["title"] == "Stratum"
+        assert note["content"] == note_text(vault, "projects/Stratum.md")
+        assert "project" in note["tags"]
+        assert note["frontmatter"]["title"] == "Stratum"
+        assert any(link["target"] == "Ada Lovelace" for link in note["links"])
+
+
+@pytest.mark.anyio
+async def test_kb_list_pages(connect) -> None:
+    _, open_client = connect
+    async with open_client() as client:
+        listing = await call(client, "kb_list_pages", {"limit": 1000})
+        paths = {page["path"] for page in listing["pages"]}
+        assert "projects/Stratum.md" in paths
+        assert "people/Ada Lovelace.md" in paths
+        assert len(paths) >= 40
+        for page in listing["pages"]:
+            assert set(page) == {"path", "slug", "title", "block_count", "modified_at"}
+
+        first = await call(client, "kb_list_pages", {"limit": 5})
+        assert len(first["pages"]) == 5
+        assert isinstance(first.get("next_cursor"), str)
+        second = await call(client, "kb_list_pages", {"limit": 5, "cursor": first["next_cursor"]})
+        assert not {p["path"] for p in first["pages"]} & {p["path"] for p in second["pages"]}
+
+
+@pytest.mark.anyio
+async def test_kb_write_page_then_read_back(connect, transport: str) -> None:
+    vault, open_client = connect
+    path = f"inbox/Python SDK {transport} write.md"
+    content = "---\ntitle: Written by the SDK\ntags: [sdk]\n---\n\n# Written\n\nSee [[Stratum]].\n"
+    async with open_client() as client:
+        note = await call(client, "kb_write_page", {"path": path, "content": content})
+        assert note["path"] == path
+        assert note["content"] == content
+        assert "sdk" in note["tags"]
+        assert any(link["target"] == "Stratum" for link in note["links"])
+        assert note_text(vault, path) == content
+
+        again = await call(client, "kb_get_page", {"path": path})
+        assert again["content"] == content
+
+
+@pytest.mark.anyio
+async def test_kb_delete_page(connect, transport: str) -> None:
+    vault, open_client = connect
+    path = f"inbox/Python SDK {transport} delete.md"
+    async with open_client() as client:
+        await call(client, "kb_write_page", {"path": path, "content": "# Doomed\n"})
+        assert (vault / path).exists()
+        assert await call(client, "kb_delete_page", {"path": path}) == {}
+        assert not (vault / path).exists()
+        with pytest.raises(MCPError) as err:
+            await client.call_tool("kb_get_page", {"path": path})
+        assert err.value.code == NOT_FOUND
+
+
+@pytest.mark.anyio
+async def test_kb_reindex_and_index_status(connect) -> None:
+    _, open_client = connect
+    async with open_client() as client:
+        status = await call(client, "kb_reindex", {"mode": "incremental"})
+        assert status["total_pages"] >= 40
+        assert status["indexed_pages"] >= 40
+        assert status["index_fresh"] is True
+        current = await call(client, "kb_index_status", {})
+        assert current["total_pages"] >= 40
+        assert current["indexed_blocks"] > 0
+
+
+@pytest.mark.anyio
+async def test_kb_search(connect) -> None:
+    _, open_client = connect
+    async with open_client() as client:
+        found = await call(client, "kb_search", {"query": "Lovelace", "limit": 50})
+        assert found["total"] >= 1
+        assert found["results"], found
+        for hit in found["results"]:
+            assert set(hit) == SEARCH_HIT_KEYS
+        assert any(hit["page_path"] == "people/Ada Lovelace.md" for hit in found["results"]) or any(
+            "Lovelace" in hit["content"] for hit in found["results"]
+        )
+
+
+@pytest.mark.anyio
+async def test_kb_search_by_tag(connect) -> None:
+    _, open_client = connect
+    async with open_client() as client:
+        found = await call(client, "kb_search_by_tag", {"tag": "project"})
+        assert found["results"], found
+        for hit in found["results"]:
+            assert set(hit) == SEARCH_HIT_KEYS
+        assert "projects/Stratum.md" in {hit["page_path"] for hit in found["results"]}
+
+
+@pytest.mark.anyio
+async def test_kb_autocomplete(connect) -> None:
+    _, open_client = connect
+    async with open_client() as client:
+        done = await call(client, "kb_autocomplete", {"query": "Strat", "kind": "page"})
+        assert done["items"], done
+        for item in done["items"]:
+            assert set(item) == {"text", "kind", "detail"}
+            assert item["kind"] == "page"
+        assert "projects/Stratum.md" in {item["detail"] for item in done["items"]}
+
+
+@pytest.mark.anyio
+async def test_kb_backlinks(connect) -> None:
+    _, open_client = connect
+    async with open_client() as client:
+        links = await call(client, "kb_backlinks", {"path": "projects/Stratum.md"})
+        assert links["backlinks"], links
+        for link in links["backlinks"]:
+            assert set(link) == {"source_id", "source_page", "context", "is_linked"}
+        assert "projects/Beacon.md" in {link["source_page"] for link in links["backlinks"] if link["is_linked"]}
+
+
+@pytest.mark.anyio
+async def test_kb_graph(connect) -> None:
+    _, open_client = connect
+    async with open_client() as client:
+        graph = await call(client, "kb_graph", {"path": "projects/Stratum.md", "depth": 1})
+        assert graph["node_count"] == len(graph["nodes"])
+        assert graph["edge_count"] == len(graph["edges"])
+        assert "projects/Stratum.md" in {node["path"] for node in graph["nodes"]}
+        assert graph["edges"]
+        whole = await call(client, "kb_graph", {})
+        assert whole["node_count"] >= graph["node_count"]
+
+
+@pytest.mark.anyio
+async def test_kb_resolve_link(connect) -> None:
+    _, open_client = connect
+    async with open_client() as client:
+        alias = await call(client, "kb_resolve_link", {"target": "DDIA"})
+        assert alias["unresolved"] is False
+        assert alias["resolved"]["path"] == "reading/Designing Data-Intensive Applications.md"
+        missing = await call(client, "kb_resolve_link", {"target": "No Such Note Anywhere"})
+        assert missing == {"resolved": None, "unresolved": True}
+
+
+@pytest.mark.anyio
+async def test_kb_add_tag_and_remove_tag(connect, transport: str) -> None:
+    vault, open_client = connect
+    path = f"inbox/Python SDK {transport} tags.md"
+    async with open_client() as client:
+        await call(client, "kb_write_page", {"path": path, "content": "# Tag me\n\nSome text.\n"})
+        added = await call(client, "kb_add_tag", {"path": path, "tag": "client-test"})
+        assert added["success"] is True
+        assert added["action"] == "add"
+        assert added["tag"] == "client-test"
+        assert added["applied"] == 1
+        assert "client-test" in (await call(client, "kb_get_page", {"path": path}))["tags"]
+
+        removed = await call(client, "kb_remove_tag", {"path": path, "tag": "client-test"})
+        assert removed["success"] is True
+        assert removed["action"] == "remove"
+        assert removed["applied"] >= 1
+        assert "client-test" not in (await call(client, "kb_get_page", {"path": path}))["tags"]
+        assert "client-test" not in note_text(vault, path)
+
+
+@pytest.mark.anyio
+async def test_kb_vault_info(connect) -> None:
+    _, open_client = connect
+    async with open_client() as client:
+        info = await call(client, "kb_vault_info", {})
+        assert info["page_count"] >= 40
+        assert info["block_count"] > 0
+        assert isinstance(info["index_fresh"], bool)
+
+
+# --- errors -----------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_missing_note_is_not_found_error(connect) -> None:
+    _, open_client = connect
+    async with open_client() as client:
+        with pytest.raises(MCPError) as err:
+            await client.call_tool("kb_get_page", {"path": "nowhere/Missing Note.md"})
+        assert err.value.code == NOT_FOUND
+        assert err.value.data["kind"] == "NotFound"
+        assert err.value.data["note_path"] == "nowhere/Missing Note.md"
+
+
+@pytest.mark.anyio
+async def test_http_tool_call_without_token_is_rejected(http_server: HttpServer) -> None:
+    http_server.statuses.clear()
+    async with open_http_client(http_server, token=None) as client:
+        with pytest.raises(MCPError) as err:
+            await client.call_tool("kb_vault_info", {})
+    assert err.value.code == INVALID_REQUEST
+    assert err.value.data["kind"] == "Unauthenticated"
+    assert ("tools/call", 401) in http_server.statuses, http_server.statuses
+
+
+@pytest.mark.anyio
+async def test_http_tool_call_with_unknown_token_is_rejected(http_server: HttpServer) -> None:
+    # The spec leaves open whether an unknown token is refused already at initialize or
+    # only at the first tool call; either way the client must never get a tool result.
+    http_server.statuses.clear()
+    with pytest.raises(MCPError) as err:
+        async with open_http_client(http_server, token="not-a-real-token") as client:
+            await client.call_tool("kb_vault_info", {})
+    assert err.value.data["kind"] == "Unauthenticated"
+    assert 401 in {status for _, status in http_server.statuses}, http_server.statuses
