@@ -29,8 +29,17 @@ if [[ ! -x "$PY_DIR/.venv/bin/python" ]]; then
   python3 -m venv "$PY_DIR/.venv"
 fi
 "$PY_DIR/.venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$PY_DIR/requirements.txt"
-(cd "$PY_DIR" && .venv/bin/python -m pytest -q -p no:cacheprovider test_clients.py)
+# Both suites run even when the first fails, so one run reports everything; any failure fails the script.
+py_status=0
+(cd "$PY_DIR" && .venv/bin/python -m pytest -q -p no:cacheprovider test_clients.py) || py_status=$?
 
 echo "client-tests: TypeScript SDK"
 TS_DIR="$ROOT/tests/clients/typescript"
-(cd "$TS_DIR" && npm ci --no-audit --no-fund --loglevel=error && node --test test.mjs)
+(cd "$TS_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+ts_status=0
+(cd "$TS_DIR" && node --test test.mjs) || ts_status=$?
+
+if (( py_status != 0 || ts_status != 0 )); then
+  echo "client-tests: FAILED (pytest exit $py_status, node --test exit $ts_status)" >&2
+  exit 1
+fi

@@ -47,9 +47,6 @@ pub struct App {
     ready_cv: Condvar,
     /// Changes seen by the watcher and not yet applied.
     pub(crate) pending: AtomicU64,
-    /// Notes whose index entries failed to update after a save or delete: the index lags for
-    /// them until the next reindex, which re-indexes exactly these.
-    pub(crate) index_lag: Mutex<std::collections::HashSet<String>>,
     /// Bumped whenever the set of pages or their names may change; invalidates `resolver`.
     pub(crate) generation: AtomicU64,
     resolver: Mutex<Option<(u64, Arc<Resolver>)>>,
@@ -130,7 +127,6 @@ impl App {
             ready: Mutex::new(false),
             ready_cv: Condvar::new(),
             pending: AtomicU64::new(0),
-            index_lag: Mutex::new(std::collections::HashSet::new()),
             generation: AtomicU64::new(0),
             resolver: Mutex::new(None),
             config,
@@ -223,11 +219,11 @@ impl App {
     }
 
     /// Whether the index reflects every note: the first scan is done, nothing is pending from
-    /// the watcher, and no index commit failed since the last reindex.
+    /// the watcher, no rebuild runs, and no note's index entries lag its store row.
     pub fn index_fresh(&self) -> bool {
         self.is_ready()
             && self.pending.load(Ordering::Acquire) == 0
-            && self.index_lag.lock().is_empty()
+            && self.store.index_lag_count().is_ok_and(|n| n == 0)
             && !self.guard.is_rebuilding()
     }
 }

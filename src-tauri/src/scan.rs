@@ -120,7 +120,7 @@ pub fn scan_with_progress(app: &App, mode: ScanMode, progress: &(dyn Fn(usize, u
     let on_disk: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
     let gone: Vec<String> = known.keys().filter(|p| !on_disk.contains(p.as_str())).cloned().collect();
 
-    let lagging: HashSet<String> = app.index_lag.lock().clone();
+    let lagging: HashSet<String> = app.store.index_lag().map_err(KbError::from)?.into_iter().collect();
     let todo: Vec<&FileFacts> = files
         .iter()
         .filter(|f| {
@@ -134,6 +134,10 @@ pub fn scan_with_progress(app: &App, mode: ScanMode, progress: &(dyn Fn(usize, u
         .collect();
     let total = todo.len();
     if mode == ScanMode::Rebuild {
+        // Every note lags the index from here until its chunk commits: a crash mid-rebuild is
+        // finished by the next scan.
+        let all: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        app.store.mark_index_lag(&all).map_err(KbError::from)?;
         app.index.clear().map_err(KbError::from)?;
     }
     let done = std::sync::atomic::AtomicUsize::new(0);
@@ -146,23 +150,23 @@ pub fn scan_with_progress(app: &App, mode: ScanMode, progress: &(dyn Fn(usize, u
                 (*f, r)
             })
             .collect();
-        report.updated += apply_chunk(app, prepared, &known, mode, &mut report.skipped)?;
+        report.updated += apply_chunk(app, prepared, &known, &lagging, mode, &mut report.skipped)?;
     }
 
-    if !gone.is_empty() {
+    // Notes whose files are gone, and lagging notes whose files are gone, leave store and index.
+    let mut dropped: Vec<&str> = gone.iter().map(String::as_str).collect();
+    dropped.extend(lagging.iter().map(String::as_str).filter(|p| !on_disk.contains(p)));
+    if !dropped.is_empty() {
         let _w = app.write_lock.lock();
-        for p in &gone {
+        app.store.mark_index_lag(&dropped).map_err(KbError::from)?;
+        app.store.delete_pages(&gone).map_err(KbError::from)?;
+        for p in &dropped {
             app.index.delete_page(p).map_err(KbError::from)?;
         }
-        app.store.delete_pages(&gone).map_err(KbError::from)?;
+        app.index.commit().map_err(KbError::from)?;
+        app.store.clear_index_lag(&dropped).map_err(KbError::from)?;
         report.removed = gone.len();
     }
-    // Lagging notes whose files are gone still have index entries to drop.
-    for p in lagging.iter().filter(|p| !on_disk.contains(p.as_str())) {
-        app.index.delete_page(p).map_err(KbError::from)?;
-    }
-    app.index.commit().map_err(KbError::from)?;
-    app.index_lag.lock().retain(|p| !lagging.contains(p));
     app.pages_changed();
     app.store.set_meta("last_indexed_at", &pkm_core::time::now_rfc3339()).map_err(KbError::from)?;
     Ok(report)
@@ -174,6 +178,7 @@ fn apply_chunk(
     app: &App,
     prepared: Vec<(&FileFacts, Read)>,
     known: &HashMap<String, (i64, u64, String)>,
+    lagging: &HashSet<String>,
     mode: ScanMode,
     skipped: &mut Vec<(String, String)>,
 ) -> KbResult<usize> {
@@ -198,7 +203,7 @@ fn apply_chunk(
             Read::Ready(p) => {
                 // Same text, new mtime (a touch): refresh the fingerprint in the store only.
                 let same_text = known.get(facts.path.as_str()).is_some_and(|(_, _, h)| *h == p.record.hash);
-                if same_text && mode == ScanMode::Incremental && !app.index_lag.lock().contains(facts.path.as_str()) {
+                if same_text && mode == ScanMode::Incremental && !lagging.contains(facts.path.as_str()) {
                     app.store.save_page(&p.record, &p.blocks).map_err(KbError::from)?;
                 } else {
                     batch.push(*p);
@@ -206,12 +211,21 @@ fn apply_chunk(
             }
         }
     }
+    if batch.is_empty() {
+        return Ok(0);
+    }
+    // Mark, store, index, commit, unmark: a crash anywhere leaves the chunk marked as lagging and
+    // the next scan re-indexes it, so the store can never be ahead of the index unnoticed.
+    let paths: Vec<&str> = batch.iter().map(|p| p.record.path.as_str()).collect();
+    app.store.mark_index_lag(&paths).map_err(KbError::from)?;
     let rows: Vec<(pkm_block::PageRecord, Vec<pkm_block::NewBlock>)> =
         batch.iter().map(|p| (p.record.clone(), p.blocks.clone())).collect();
     let ids = app.store.save_pages(&rows).map_err(KbError::from)?;
     for (p, ids) in batch.iter().zip(&ids) {
         app.index.replace_page(p.record.path.as_str(), &p.index_docs(ids)).map_err(KbError::from)?;
     }
+    app.index.commit().map_err(KbError::from)?;
+    app.store.clear_index_lag(&paths).map_err(KbError::from)?;
     Ok(batch.len())
 }
 
@@ -228,8 +242,10 @@ pub fn sync_one(app: &App, path: &VaultPath) -> KbResult<bool> {
             if known.is_none() {
                 return Ok(false);
             }
+            app.store.mark_index_lag(&[path.as_str()]).map_err(KbError::from)?;
             app.store.delete_page(path).map_err(KbError::from)?;
             app.index.delete_page(path.as_str()).and_then(|_| app.index.commit()).map_err(KbError::from)?;
+            app.store.clear_index_lag(&[path.as_str()]).map_err(KbError::from)?;
             app.pages_changed();
             return Ok(true);
         }
@@ -243,11 +259,14 @@ pub fn sync_one(app: &App, path: &VaultPath) -> KbResult<bool> {
             return Ok(false);
         }
     };
-    if known.as_ref().is_some_and(|k| k.hash == p.record.hash && k.mtime_ns == p.record.mtime_ns) {
+    let lagging = app.store.index_lag().map_err(KbError::from)?.iter().any(|l| l == path.as_str());
+    if !lagging && known.as_ref().is_some_and(|k| k.hash == p.record.hash && k.mtime_ns == p.record.mtime_ns) {
         return Ok(false);
     }
+    app.store.mark_index_lag(&[path.as_str()]).map_err(KbError::from)?;
     let ids = app.store.save_page(&p.record, &p.blocks).map_err(KbError::from)?;
     app.index.replace_page(path.as_str(), &p.index_docs(&ids)).and_then(|_| app.index.commit()).map_err(KbError::from)?;
+    app.store.clear_index_lag(&[path.as_str()]).map_err(KbError::from)?;
     if known.is_none_or(|k| k.title != p.record.title || k.aliases != p.record.aliases) {
         app.pages_changed();
     }

@@ -13,7 +13,6 @@ use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
 use pkm_core::{ErrorKind, KbError, KbResult, VaultPath, time};
@@ -185,6 +184,9 @@ impl App {
                         .with_note(path.as_str())
                         .with_hint("Fix the YAML between the --- fences, or remove them."));
                 }
+                // Marked before anything changes, cleared after the index commit: a crash in
+                // between leaves the note lagging, and the next scan re-indexes it.
+                self.store.mark_index_lag(&[path.as_str()]).map_err(KbError::from)?;
                 let mtime = match self.atomic_write(&abs, text.as_bytes(), current.mtime, None) {
                     Ok(mtime) => mtime,
                     Err(e) => {
@@ -193,6 +195,7 @@ impl App {
                         if std::fs::read(&abs).ok() != current.bytes {
                             self.restore(path, &abs, &current);
                         }
+                        let _ = self.store.clear_index_lag(&[path.as_str()]);
                         return Err(io_error("writing the note", path, &e));
                     }
                 };
@@ -208,6 +211,7 @@ impl App {
                     Err(e) => {
                         tracing::error!(note = %path, error = %e, "store transaction failed; restoring the note");
                         self.restore(path, &abs, &current);
+                        let _ = self.store.clear_index_lag(&[path.as_str()]);
                         return Err(KbError::external("saving the note to the store")
                             .with_note(path.as_str())
                             .with_hint("The note was left as it was before this call. Retry; if it persists, check the server log."));
@@ -226,9 +230,9 @@ impl App {
                             .and_then(|_| self.index.commit())
                             .map_err(|e| e.to_string())
                     });
-                if let Err(e) = indexed {
-                    tracing::error!(note = %path, error = %e, "index refresh failed; index marked stale");
-                    self.index_lag.lock().insert(path.as_str().to_owned());
+                match indexed {
+                    Ok(()) => self.clear_lag(path),
+                    Err(e) => tracing::error!(note = %path, error = %e, "index refresh failed; the note lags the index until the next reindex"),
                 }
                 self.own_saves.lock().insert(path.as_str().to_owned(), prepared.record.hash.clone());
                 Outcome::Written(Box::new(prepared), ids)
@@ -237,7 +241,11 @@ impl App {
                 if current.bytes.is_none() {
                     return Err(KbError::not_found(path.as_str()));
                 }
-                self.step(Step::Remove).and_then(|_| std::fs::remove_file(&abs)).map_err(|e| io_error("deleting the note", path, &e))?;
+                self.store.mark_index_lag(&[path.as_str()]).map_err(KbError::from)?;
+                if let Err(e) = self.step(Step::Remove).and_then(|_| std::fs::remove_file(&abs)) {
+                    self.clear_lag(path);
+                    return Err(io_error("deleting the note", path, &e));
+                }
                 if let Some(dir) = abs.parent() {
                     let _ = sync_dir(dir);
                 }
@@ -248,12 +256,13 @@ impl App {
                 if let Err(e) = removed {
                     tracing::error!(note = %path, error = %e, "store transaction failed; restoring the note");
                     self.restore(path, &abs, &current);
+                    self.clear_lag(path);
                     return Err(KbError::external("deleting the note from the store").with_note(path.as_str()));
                 }
                 self.pages_changed();
-                if let Err(e) = self.index.delete_page(path.as_str()).and_then(|_| self.index.commit()) {
-                    tracing::error!(note = %path, error = %e, "index refresh failed; index marked stale");
-                    self.index_lag.lock().insert(path.as_str().to_owned());
+                match self.index.delete_page(path.as_str()).and_then(|_| self.index.commit()) {
+                    Ok(()) => self.clear_lag(path),
+                    Err(e) => tracing::error!(note = %path, error = %e, "index refresh failed; the note lags the index until the next reindex"),
                 }
                 self.own_saves.lock().insert(path.as_str().to_owned(), String::new());
                 Outcome::Deleted
@@ -262,6 +271,13 @@ impl App {
         drop(_lock);
         self.dispatch_hooks(path, &outcome);
         Ok((outcome, extra))
+    }
+
+    fn clear_lag(&self, path: &VaultPath) {
+        if let Err(e) = self.store.clear_index_lag(&[path.as_str()]) {
+            // Harmless: the note is re-indexed by the next scan.
+            tracing::warn!(note = %path, error = %e, "could not clear the index-lag mark");
+        }
     }
 
     fn dispatch_hooks(&self, path: &VaultPath, outcome: &Outcome) {

@@ -277,4 +277,40 @@ impl BlockStore {
     pub fn clear(&self) -> Result<(), StoreError> {
         self.write(write::clear)
     }
+
+    /// Records that the index entries of `paths` may be behind (before a save or delete).
+    pub fn mark_index_lag(&self, paths: &[&str]) -> Result<(), StoreError> {
+        self.write(|tx| {
+            let mut st = tx.prepare_cached("INSERT OR IGNORE INTO index_lag (path) VALUES (?1)")?;
+            for p in paths {
+                st.execute([p])?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Records that the index has caught up with `paths` (after an index commit).
+    pub fn clear_index_lag(&self, paths: &[&str]) -> Result<(), StoreError> {
+        self.write(|tx| {
+            let mut st = tx.prepare_cached("DELETE FROM index_lag WHERE path = ?1")?;
+            for p in paths {
+                st.execute([p])?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Every note whose index entries may be behind, in path order.
+    pub fn index_lag(&self) -> Result<Vec<String>, StoreError> {
+        self.read(|c| {
+            let mut st = c.prepare_cached("SELECT path FROM index_lag ORDER BY path")?;
+            let rows = st.query_map([], |r| r.get::<_, String>(0))?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+    }
+
+    /// How many notes' index entries may be behind.
+    pub fn index_lag_count(&self) -> Result<u64, StoreError> {
+        self.read(|c| Ok(c.prepare_cached("SELECT COUNT(*) FROM index_lag")?.query_row([], |r| r.get::<_, i64>(0))?.max(0) as u64))
+    }
 }

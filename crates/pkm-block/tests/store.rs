@@ -1017,3 +1017,18 @@ fn reads_do_not_wait_for_an_open_write_transaction() {
         "Uncommitted"
     );
 }
+
+#[test]
+fn index_lag_is_durable_until_cleared() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("blocks.db");
+    {
+        let store = BlockStore::open(&db).unwrap();
+        store.mark_index_lag(&["b.md", "a.md", "a.md"]).unwrap();
+        assert_eq!(store.index_lag().unwrap(), vec!["a.md", "b.md"]);
+    }
+    let store = BlockStore::open(&db).unwrap();
+    assert_eq!(store.index_lag_count().unwrap(), 2, "survives a reopen (a crash)");
+    store.clear_index_lag(&["a.md", "zzz.md"]).unwrap();
+    assert_eq!(store.index_lag().unwrap(), vec!["b.md"]);
+}

@@ -152,7 +152,7 @@ pub fn token_store(vault: &Vault, explicit: Option<&Path>) -> TokenStore {
 }
 
 fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=error"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
@@ -219,7 +219,8 @@ fn run_index(vault: &Path, rebuild: bool) -> Result<(), Exit> {
     Ok(())
 }
 
-fn open_app(args: &ServeArgs) -> Result<Arc<App>, Exit> {
+/// Opens the vault of a serving command and starts its warm-up scan.
+pub(crate) fn open_app_for_serve(args: &ServeArgs) -> Result<Arc<App>, Exit> {
     let vault_path = args.vault.as_deref().ok_or_else(|| usage("--vault PATH is required (or set STRATUM_MCP_VAULT)"))?;
     let vault = open_vault(vault_path)?;
     let config = AppConfig { write_budget: std::time::Duration::from_secs(args.write_budget), ..AppConfig::default() };
@@ -228,7 +229,7 @@ fn open_app(args: &ServeArgs) -> Result<Arc<App>, Exit> {
     Ok(app)
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, Exit> {
+pub(crate) fn new_runtime() -> Result<tokio::runtime::Runtime, Exit> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| Exit(1, format!("cannot start the runtime: {e}")))
 }
 
@@ -237,8 +238,8 @@ fn run_serve(args: ServeArgs) -> Result<(), Exit> {
     if args.http {
         return crate::http::run(args);
     }
-    let app = open_app(&args)?;
-    runtime()?.block_on(crate::stdio::serve(StratumServer::new(app))).map_err(|e| Exit(1, format!("stdio transport: {e}")))
+    let app = open_app_for_serve(&args)?;
+    new_runtime()?.block_on(crate::stdio::serve(StratumServer::new(app))).map_err(|e| Exit(1, format!("stdio transport: {e}")))
 }
 
 /// Runs the command line; returns the process exit code.
@@ -271,4 +272,3 @@ pub fn main() -> i32 {
     }
 }
 
-pub(crate) use {open_app as open_app_for_serve, runtime as new_runtime};

@@ -101,7 +101,8 @@ impl StratumServer {
         let Value::Object(args) = args else {
             return Err(McpError::new(Kind::InvalidArgs, "arguments must be an object"));
         };
-        let span = tracing::info_span!("tool", tool = name, note = args.get("path").and_then(Value::as_str).unwrap_or(""), token = caller.token_name.as_deref().unwrap_or(""));
+        let note = args.get("path").and_then(|v| v.as_str()).unwrap_or("");
+        let span = tracing::info_span!("tool", tool = name, note, token = caller.token_name.as_deref().unwrap_or(""));
         let app = Arc::clone(&self.app);
         let handler = tool.handler;
         let result = tokio::task::spawn_blocking(move || span.in_scope(|| handler(&app, &args)))

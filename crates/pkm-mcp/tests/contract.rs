@@ -211,6 +211,13 @@ fn every_tool_answers_in_its_contract_shape() {
         out
     };
 
+    // A client waits for the first indexing the way it is told to: by polling freshness.
+    for _ in 0..200 {
+        if call("kb_index_status", json!({}))["index_fresh"] == json!(true) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
     let info = call("kb_vault_info", json!({}));
     assert_eq!(info["page_count"], 40);
     let status = call("kb_index_status", json!({}));

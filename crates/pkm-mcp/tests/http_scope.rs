@@ -2,6 +2,9 @@
 //! scope gets HTTP 403 with ScopesDenied (-32005) and nothing changes on disk, and a token holding
 //! only that scope gets past the check.
 
+// Test code, helpers included: a failed step should stop the test where it happened.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use common::{TestServer, example_vault, snapshot};
@@ -24,7 +27,11 @@ fn minimal_args(tool: &Tool) -> Value {
             first.clone()
         } else {
             let ty = match &prop["type"] {
-                Value::Array(types) => types.iter().find(|t| *t != "null").cloned().unwrap_or(Value::Null),
+                Value::Array(types) => types
+                    .iter()
+                    .find(|t| *t != "null")
+                    .cloned()
+                    .unwrap_or(Value::Null),
                 t => t.clone(),
             };
             match ty.as_str() {
@@ -32,9 +39,14 @@ fn minimal_args(tool: &Tool) -> Value {
                 Some("string") if name == "content" => json!("# Scoped\n"),
                 // Fits every tag pattern and minLength of the schemas.
                 Some("string") => json!("scoped"),
-                Some("integer") | Some("number") => prop.get("minimum").cloned().unwrap_or(json!(1)),
+                Some("integer") | Some("number") => {
+                    prop.get("minimum").cloned().unwrap_or(json!(1))
+                }
                 Some("boolean") => json!(false),
-                other => panic!("{}: no minimal value for {name} of type {other:?}", tool.name),
+                other => panic!(
+                    "{}: no minimal value for {name} of type {other:?}",
+                    tool.name
+                ),
             }
         };
         args.insert(name.to_owned(), value);
@@ -47,28 +59,55 @@ async fn every_tool_checks_its_scope_before_touching_the_vault() {
     let s = TestServer::start(&example_vault()).await;
     let before = snapshot(&s.vault);
     for tool in TOOLS {
-        let others: Vec<Scope> = Scope::ALL.into_iter().filter(|sc| *sc != tool.scope).collect();
+        let others: Vec<Scope> = Scope::ALL
+            .into_iter()
+            .filter(|sc| *sc != tool.scope)
+            .collect();
         let token = s.token_with(&format!("without-{}", tool.name.replace('_', "-")), &others);
         let session = s.initialize(Some(&token)).await;
-        let r = s.call(&token, &session, tool.name, minimal_args(tool)).await;
+        let r = s
+            .call(&token, &session, tool.name, minimal_args(tool))
+            .await;
         assert_eq!(r.status, 403, "{}: {}", tool.name, r.json);
         assert_eq!(r.error_code(), Some(-32005), "{}", tool.name);
         assert_eq!(r.json["error"]["data"]["kind"], "ScopesDenied");
-        assert!(r.json["error"]["message"].as_str().unwrap().contains(tool.scope.as_str()), "{}", r.json);
+        assert!(
+            r.json["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(tool.scope.as_str()),
+            "{}",
+            r.json
+        );
     }
-    assert_eq!(snapshot(&s.vault), before, "a denied call changed the vault");
+    assert_eq!(
+        snapshot(&s.vault),
+        before,
+        "a denied call changed the vault"
+    );
 }
 
 #[tokio::test]
 async fn a_token_with_only_the_tools_scope_gets_through() {
     let s = TestServer::start(&example_vault()).await;
     for tool in TOOLS {
-        let token = s.token_with(&format!("only-{}", tool.name.replace('_', "-")), &[tool.scope]);
+        let token = s.token_with(
+            &format!("only-{}", tool.name.replace('_', "-")),
+            &[tool.scope],
+        );
         let session = s.initialize(Some(&token)).await;
-        let r = s.call(&token, &session, tool.name, minimal_args(tool)).await;
+        let r = s
+            .call(&token, &session, tool.name, minimal_args(tool))
+            .await;
         assert_ne!(r.status, 403, "{}: {}", tool.name, r.json);
         assert_ne!(r.error_code(), Some(-32005), "{}: {}", tool.name, r.json);
-        assert_ne!(r.error_code(), Some(-32602), "{}: the minimal arguments must be valid: {}", tool.name, r.json);
+        assert_ne!(
+            r.error_code(),
+            Some(-32602),
+            "{}: the minimal arguments must be valid: {}",
+            tool.name,
+            r.json
+        );
     }
 }
 
@@ -79,7 +118,12 @@ async fn resources_need_the_read_scope() {
     let writer = s.token_with("writer", &[Scope::Write]);
     let session = s.initialize(Some(&writer)).await;
     let r = s.post(&read, Some(&writer), Some(&session)).await;
-    assert_eq!((r.status, r.error_code()), (403, Some(-32005)), "{}", r.json);
+    assert_eq!(
+        (r.status, r.error_code()),
+        (403, Some(-32005)),
+        "{}",
+        r.json
+    );
 
     let reader = s.token_with("reader", &[Scope::Read]);
     let session = s.initialize(Some(&reader)).await;
@@ -96,7 +140,10 @@ async fn a_denied_entry_makes_a_batch_403_and_the_rest_still_run() {
     let session = s.initialize(Some(&reader)).await;
     let write = TOOLS.iter().find(|t| t.scope == Scope::Write).unwrap();
     let read = TOOLS.iter().find(|t| t.scope == Scope::Read).unwrap();
-    let batch = json!([common::call_request(1, read.name, minimal_args(read)), common::call_request(2, write.name, minimal_args(write))]);
+    let batch = json!([
+        common::call_request(1, read.name, minimal_args(read)),
+        common::call_request(2, write.name, minimal_args(write))
+    ]);
     let before = snapshot(&s.vault);
     let r = s.post(&batch, Some(&reader), Some(&session)).await;
     assert_eq!(r.status, 403, "{}", r.json);

@@ -163,10 +163,14 @@ pub fn reindex_page(app: &App, path: &VaultPath) -> KbResult<bool> {
 
 /// Freshness and coverage of the index.
 pub fn index_status(app: &App) -> KbResult<IndexStatus> {
+    // A note counts as indexed when its index entries are current with its store row (a note
+    // with no blocks has no documents, yet is indexed).
+    let total_pages = app.store.page_count().map_err(KbError::from)?;
+    let lagging = app.store.index_lag_count().map_err(KbError::from)?;
     Ok(IndexStatus {
         index_fresh: app.index_fresh(),
-        indexed_pages: app.index.page_count().map_err(KbError::from)?,
-        total_pages: app.store.page_count().map_err(KbError::from)?,
+        indexed_pages: total_pages.saturating_sub(lagging),
+        total_pages,
         indexed_blocks: app.index.doc_count(),
         last_indexed_at: app.store.get_meta("last_indexed_at").map_err(KbError::from)?,
     })

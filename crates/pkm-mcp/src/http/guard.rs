@@ -29,7 +29,9 @@ fn host_part(value: &str) -> String {
         };
     }
     match v.rsplit_once(':') {
-        Some((h, port)) if !h.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => h.to_owned(),
+        Some((h, port)) if !h.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => {
+            h.to_owned()
+        }
         _ => v,
     }
 }
@@ -42,15 +44,24 @@ fn normalize_origin(origin: &str) -> String {
 impl Guard {
     pub(super) fn new(hosts: &[String], origins: &[String]) -> Guard {
         Guard {
-            hosts: hosts.iter().map(|h| h.trim().to_ascii_lowercase()).filter(|h| !h.is_empty()).collect(),
-            origins: origins.iter().map(|o| normalize_origin(o)).filter(|o| !o.is_empty()).collect(),
+            hosts: hosts
+                .iter()
+                .map(|h| h.trim().to_ascii_lowercase())
+                .filter(|h| !h.is_empty())
+                .collect(),
+            origins: origins
+                .iter()
+                .map(|o| normalize_origin(o))
+                .filter(|o| !o.is_empty())
+                .collect(),
         }
     }
 
     pub(super) fn host_allowed(&self, host: &str) -> bool {
         let full = host.trim().to_ascii_lowercase();
         let name = host_part(&full);
-        LOOPBACK_HOSTS.contains(&name.as_str()) || self.hosts.iter().any(|h| *h == full || *h == name)
+        LOOPBACK_HOSTS.contains(&name.as_str())
+            || self.hosts.iter().any(|h| *h == full || *h == name)
     }
 
     pub(super) fn origin_allowed(&self, origin: &str) -> bool {
@@ -61,7 +72,9 @@ impl Guard {
         let Some((scheme, rest)) = origin.split_once("://") else {
             return false;
         };
-        (scheme == "http" || scheme == "https") && !rest.contains('/') && LOOPBACK_HOSTS.contains(&host_part(rest).as_str())
+        (scheme == "http" || scheme == "https")
+            && !rest.contains('/')
+            && LOOPBACK_HOSTS.contains(&host_part(rest).as_str())
     }
 }
 
@@ -76,7 +89,10 @@ pub(super) async fn check(State(state): State<HttpState>, req: Request, next: Ne
         .map(str::to_owned)
         .or_else(|| req.uri().authority().map(|a| a.as_str().to_owned()));
     if !host.as_deref().is_some_and(|h| guard.host_allowed(h)) {
-        tracing::warn!(host = host.as_deref().unwrap_or(""), "rejected a request for a foreign Host");
+        tracing::warn!(
+            host = host.as_deref().unwrap_or(""),
+            "rejected a request for a foreign Host"
+        );
         let e = McpError::new(Kind::InvalidRequest, "Host not allowed")
             .with_hint("Connect by a loopback name, or start the server with --allowed-host NAME.");
         return error_response(StatusCode::FORBIDDEN, &e);
@@ -98,12 +114,26 @@ pub(super) fn normalize_base(base: &str) -> Result<String, String> {
     if trimmed.is_empty() {
         return Ok(String::new());
     }
-    let with_slash = if trimmed.starts_with('/') { trimmed.to_owned() } else { format!("/{trimmed}") };
-    let ok = with_slash
-        .split('/')
-        .skip(1)
-        .all(|seg| !seg.is_empty() && seg != "." && seg != ".." && seg.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b)));
-    if ok { Ok(with_slash) } else { Err(format!("--base {base:?} is not a path prefix like /kb (letters, digits, '-', '.', '_', '~')")) }
+    let with_slash = if trimmed.starts_with('/') {
+        trimmed.to_owned()
+    } else {
+        format!("/{trimmed}")
+    };
+    let ok = with_slash.split('/').skip(1).all(|seg| {
+        !seg.is_empty()
+            && seg != "."
+            && seg != ".."
+            && seg
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
+    });
+    if ok {
+        Ok(with_slash)
+    } else {
+        Err(format!(
+            "--base {base:?} is not a path prefix like /kb (letters, digits, '-', '.', '_', '~')"
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -113,10 +143,26 @@ mod tests {
     #[test]
     fn hosts() {
         let g = Guard::new(&["kb.example.org".into(), "10.0.0.2:8443".into()], &[]);
-        for ok in ["localhost", "localhost:8787", "127.0.0.1:1", "[::1]:8787", "[::1]", "KB.example.org:443", "10.0.0.2:8443"] {
+        for ok in [
+            "localhost",
+            "localhost:8787",
+            "127.0.0.1:1",
+            "[::1]:8787",
+            "[::1]",
+            "KB.example.org:443",
+            "10.0.0.2:8443",
+        ] {
             assert!(g.host_allowed(ok), "{ok}");
         }
-        for bad in ["evil.com", "evil.com:8787", "localhost.evil.com", "10.0.0.2:80", "127.0.0.2", "", "[::2]:1"] {
+        for bad in [
+            "evil.com",
+            "evil.com:8787",
+            "localhost.evil.com",
+            "10.0.0.2:80",
+            "127.0.0.2",
+            "",
+            "[::2]:1",
+        ] {
             assert!(!g.host_allowed(bad), "{bad}");
         }
     }
@@ -124,10 +170,21 @@ mod tests {
     #[test]
     fn origins() {
         let g = Guard::new(&[], &["https://app.example.org/".into()]);
-        for ok in ["http://localhost:3000", "https://127.0.0.1", "http://[::1]:9", "https://app.example.org"] {
+        for ok in [
+            "http://localhost:3000",
+            "https://127.0.0.1",
+            "http://[::1]:9",
+            "https://app.example.org",
+        ] {
             assert!(g.origin_allowed(ok), "{ok}");
         }
-        for bad in ["null", "http://evil.com", "https://app.example.org.evil.com", "file://localhost", "http://localhost.evil.com"] {
+        for bad in [
+            "null",
+            "http://evil.com",
+            "https://app.example.org.evil.com",
+            "file://localhost",
+            "http://localhost.evil.com",
+        ] {
             assert!(!g.origin_allowed(bad), "{bad}");
         }
     }

@@ -16,9 +16,13 @@ use axum::routing::get;
 use crate::errors::Kind;
 
 /// Upper bounds (seconds) of the latency histogram buckets; `+Inf` is implied.
-const LATENCY_BOUNDS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+const LATENCY_BOUNDS: [f64; 11] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
 /// Statuses counted by name; everything else is counted as "other".
-const STATUSES: [u16; 15] = [200, 202, 204, 400, 401, 403, 404, 405, 408, 413, 415, 429, 500, 503, 0];
+const STATUSES: [u16; 15] = [
+    200, 202, 204, 400, 401, 403, 404, 405, 408, 413, 415, 429, 500, 503, 0,
+];
 /// Every kind, for the errors-by-code counters.
 const KINDS: [Kind; 12] = [
     Kind::ParseError,
@@ -51,7 +55,10 @@ impl Metrics {
     /// Counts one finished HTTP request.
     pub fn observe(&self, status: u16, latency: Duration) {
         self.requests.fetch_add(1, Ordering::Relaxed);
-        let slot = STATUSES.iter().position(|s| *s == status).unwrap_or(STATUSES.len() - 1);
+        let slot = STATUSES
+            .iter()
+            .position(|s| *s == status)
+            .unwrap_or(STATUSES.len() - 1);
         if let Some(c) = self.by_status.get(slot) {
             c.fetch_add(1, Ordering::Relaxed);
         }
@@ -62,12 +69,19 @@ impl Metrics {
             }
         }
         self.latency_count.fetch_add(1, Ordering::Relaxed);
-        self.latency_sum_micros.fetch_add(u64::try_from(latency.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.latency_sum_micros.fetch_add(
+            u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
     }
 
     /// Counts one JSON-RPC error answered.
     pub fn error(&self, kind: Kind) {
-        if let Some(c) = KINDS.iter().position(|k| *k == kind).and_then(|i| self.errors.get(i)) {
+        if let Some(c) = KINDS
+            .iter()
+            .position(|k| *k == kind)
+            .and_then(|i| self.errors.get(i))
+        {
             c.fetch_add(1, Ordering::Relaxed);
         }
         if kind == Kind::RateLimited {
@@ -79,43 +93,106 @@ impl Metrics {
     pub fn render(&self) -> String {
         let mut out = String::new();
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let _ = writeln!(out, "# HELP stratum_mcp_http_requests_total HTTP requests answered.");
+        let _ = writeln!(
+            out,
+            "# HELP stratum_mcp_http_requests_total HTTP requests answered."
+        );
         let _ = writeln!(out, "# TYPE stratum_mcp_http_requests_total counter");
-        let _ = writeln!(out, "stratum_mcp_http_requests_total {}", get(&self.requests));
-        let _ = writeln!(out, "# HELP stratum_mcp_http_responses_total HTTP responses by status.");
+        let _ = writeln!(
+            out,
+            "stratum_mcp_http_requests_total {}",
+            get(&self.requests)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP stratum_mcp_http_responses_total HTTP responses by status."
+        );
         let _ = writeln!(out, "# TYPE stratum_mcp_http_responses_total counter");
         for (s, c) in STATUSES.iter().zip(&self.by_status) {
-            let label = if *s == 0 { "other".to_owned() } else { s.to_string() };
-            let _ = writeln!(out, "stratum_mcp_http_responses_total{{status=\"{label}\"}} {}", get(c));
+            let label = if *s == 0 {
+                "other".to_owned()
+            } else {
+                s.to_string()
+            };
+            let _ = writeln!(
+                out,
+                "stratum_mcp_http_responses_total{{status=\"{label}\"}} {}",
+                get(c)
+            );
         }
-        let _ = writeln!(out, "# HELP stratum_mcp_jsonrpc_errors_total JSON-RPC errors answered, by code and kind.");
+        let _ = writeln!(
+            out,
+            "# HELP stratum_mcp_jsonrpc_errors_total JSON-RPC errors answered, by code and kind."
+        );
         let _ = writeln!(out, "# TYPE stratum_mcp_jsonrpc_errors_total counter");
         for (k, c) in KINDS.iter().zip(&self.errors) {
-            let _ = writeln!(out, "stratum_mcp_jsonrpc_errors_total{{code=\"{}\",kind=\"{}\"}} {}", k.code(), k.name(), get(c));
+            let _ = writeln!(
+                out,
+                "stratum_mcp_jsonrpc_errors_total{{code=\"{}\",kind=\"{}\"}} {}",
+                k.code(),
+                k.name(),
+                get(c)
+            );
         }
-        let _ = writeln!(out, "# HELP stratum_mcp_rate_limited_total Tool calls refused by the rate limiter.");
+        let _ = writeln!(
+            out,
+            "# HELP stratum_mcp_rate_limited_total Tool calls refused by the rate limiter."
+        );
         let _ = writeln!(out, "# TYPE stratum_mcp_rate_limited_total counter");
-        let _ = writeln!(out, "stratum_mcp_rate_limited_total {}", get(&self.rate_limited));
-        let _ = writeln!(out, "# HELP stratum_mcp_http_request_duration_seconds HTTP request latency.");
-        let _ = writeln!(out, "# TYPE stratum_mcp_http_request_duration_seconds histogram");
+        let _ = writeln!(
+            out,
+            "stratum_mcp_rate_limited_total {}",
+            get(&self.rate_limited)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP stratum_mcp_http_request_duration_seconds HTTP request latency."
+        );
+        let _ = writeln!(
+            out,
+            "# TYPE stratum_mcp_http_request_duration_seconds histogram"
+        );
         for (bound, c) in LATENCY_BOUNDS.iter().zip(&self.latency_buckets) {
-            let _ = writeln!(out, "stratum_mcp_http_request_duration_seconds_bucket{{le=\"{bound}\"}} {}", get(c));
+            let _ = writeln!(
+                out,
+                "stratum_mcp_http_request_duration_seconds_bucket{{le=\"{bound}\"}} {}",
+                get(c)
+            );
         }
         let count = get(&self.latency_count);
-        let _ = writeln!(out, "stratum_mcp_http_request_duration_seconds_bucket{{le=\"+Inf\"}} {count}");
-        let _ = writeln!(out, "stratum_mcp_http_request_duration_seconds_sum {}", get(&self.latency_sum_micros) as f64 / 1e6);
-        let _ = writeln!(out, "stratum_mcp_http_request_duration_seconds_count {count}");
+        let _ = writeln!(
+            out,
+            "stratum_mcp_http_request_duration_seconds_bucket{{le=\"+Inf\"}} {count}"
+        );
+        let _ = writeln!(
+            out,
+            "stratum_mcp_http_request_duration_seconds_sum {}",
+            get(&self.latency_sum_micros) as f64 / 1e6
+        );
+        let _ = writeln!(
+            out,
+            "stratum_mcp_http_request_duration_seconds_count {count}"
+        );
         out
     }
 }
 
 /// `GET /metrics` on the metrics listener.
 pub fn router(metrics: Arc<Metrics>) -> Router {
-    Router::new().route("/metrics", get(scrape)).with_state(metrics)
+    Router::new()
+        .route("/metrics", get(scrape))
+        .with_state(metrics)
 }
 
 async fn scrape(State(metrics): State<Arc<Metrics>>) -> Response {
-    ([(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4"))], metrics.render()).into_response()
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4"),
+        )],
+        metrics.render(),
+    )
+        .into_response()
 }
 
 #[cfg(test)]
@@ -145,7 +222,10 @@ mod tests {
             "stratum_mcp_http_request_duration_seconds_bucket{le=\"+Inf\"} 3",
             "stratum_mcp_http_request_duration_seconds_count 3",
         ] {
-            assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in\n{text}"
+            );
         }
     }
 }

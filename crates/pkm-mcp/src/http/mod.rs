@@ -95,7 +95,12 @@ impl HttpState {
     }
 
     /// State whose rate-limit counters live in `store` (e.g. shared between instances).
-    pub fn with_rate_store(server: StratumServer, auth: Auth, config: HttpConfig, store: Arc<dyn RateStore>) -> Result<HttpState, String> {
+    pub fn with_rate_store(
+        server: StratumServer,
+        auth: Auth,
+        config: HttpConfig,
+        store: Arc<dyn RateStore>,
+    ) -> Result<HttpState, String> {
         let base = guard::normalize_base(&config.base)?;
         Ok(HttpState {
             shared: Arc::new(Shared {
@@ -155,7 +160,10 @@ impl Connected<IncomingStream<'_, tls::TlsListener>> for ClientAddr {
 pub fn router(state: HttpState) -> Router {
     let base = state.shared.base.clone();
     Router::new()
-        .route(&format!("{base}/mcp"), post(rpc::post).delete(rpc::delete).get(get_mcp))
+        .route(
+            &format!("{base}/mcp"),
+            post(rpc::post).delete(rpc::delete).get(get_mcp),
+        )
         .route(&format!("{base}/health"), get(health))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), guard::check))
@@ -165,31 +173,48 @@ pub fn router(state: HttpState) -> Router {
 
 /// A JSON-RPC error response with `id: null` and the given status.
 fn error_response(status: StatusCode, e: &McpError) -> Response {
-    json_response(status, &json!({"jsonrpc": "2.0", "id": Value::Null, "error": e.to_json()}))
+    json_response(
+        status,
+        &json!({"jsonrpc": "2.0", "id": Value::Null, "error": e.to_json()}),
+    )
 }
 
 fn json_response(status: StatusCode, body: &Value) -> Response {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
-    (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], bytes).into_response()
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        bytes,
+    )
+        .into_response()
 }
 
 async fn get_mcp() -> Response {
-    let e = McpError::new(Kind::InvalidRequest, "GET is not served on this endpoint (no event stream)")
-        .with_hint("POST JSON-RPC messages with Content-Type: application/json.");
+    let e = McpError::new(
+        Kind::InvalidRequest,
+        "GET is not served on this endpoint (no event stream)",
+    )
+    .with_hint("POST JSON-RPC messages with Content-Type: application/json.");
     let mut r = error_response(StatusCode::METHOD_NOT_ALLOWED, &e);
-    r.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+    r.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
     r
 }
 
 async fn not_found() -> Response {
-    let e = McpError::new(Kind::InvalidRequest, "no such endpoint").with_hint("MCP is served at <base>/mcp, health at <base>/health.");
+    let e = McpError::new(Kind::InvalidRequest, "no such endpoint")
+        .with_hint("MCP is served at <base>/mcp, health at <base>/health.");
     error_response(StatusCode::NOT_FOUND, &e)
 }
 
 /// `GET <base>/health` (contract §12): no auth, a cheap query of the store.
 async fn health(State(state): State<HttpState>) -> Response {
     let app = Arc::clone(state.shared.server.app());
-    let query = tokio::task::spawn_blocking(move || stratum_app::commands::vault::get_vault_info(&app));
+    let query =
+        tokio::task::spawn_blocking(move || stratum_app::commands::vault::get_vault_info(&app));
     let reason = match tokio::time::timeout(HEALTH_TIMEOUT, query).await {
         Ok(Ok(Ok(info))) => {
             return json_response(
@@ -229,14 +254,22 @@ async fn trace(State(state): State<HttpState>, req: Request, next: Next) -> Resp
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
     state.shared.metrics.observe(status, elapsed);
-    span.in_scope(|| tracing::info!(status, latency_ms = elapsed.as_secs_f64() * 1000.0, "request"));
+    span.in_scope(|| {
+        tracing::info!(
+            status,
+            latency_ms = elapsed.as_secs_f64() * 1000.0,
+            "request"
+        )
+    });
     response
 }
 
 fn is_loopback(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => v4.is_loopback(),
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(v6.is_loopback(), |v4| v4.is_loopback()),
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or(v6.is_loopback(), |v4| v4.is_loopback()),
     }
 }
 
@@ -276,12 +309,16 @@ pub async fn serve(
     match tls {
         None => {
             let service = app.into_make_service_with_connect_info::<ClientAddr>();
-            axum::serve(listener, service).with_graceful_shutdown(shutdown).await
+            axum::serve(listener, service)
+                .with_graceful_shutdown(shutdown)
+                .await
         }
         Some(config) => {
             let listener = tls::TlsListener::new(listener, config)?;
             let service = app.into_make_service_with_connect_info::<ClientAddr>();
-            axum::serve(listener, service).with_graceful_shutdown(shutdown).await
+            axum::serve(listener, service)
+                .with_graceful_shutdown(shutdown)
+                .await
         }
     }
 }
@@ -341,7 +378,10 @@ pub fn run(args: ServeArgs) -> Result<(), Exit> {
     let auth = if args.no_auth {
         Auth::Disabled
     } else {
-        Auth::Tokens(Arc::new(TokenVerifier::new(crate::cli::token_store(app.vault(), args.token_store.as_deref()))))
+        Auth::Tokens(Arc::new(TokenVerifier::new(crate::cli::token_store(
+            app.vault(),
+            args.token_store.as_deref(),
+        ))))
     };
     let config = HttpConfig {
         base: args.base.clone(),
@@ -354,18 +394,31 @@ pub fn run(args: ServeArgs) -> Result<(), Exit> {
     runtime.block_on(serve_until_signal(args, state, tls))
 }
 
-async fn serve_until_signal(args: ServeArgs, state: HttpState, tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>) -> Result<(), Exit> {
-    let listener = TcpListener::bind(args.bind).await.map_err(|e| Exit(1, format!("cannot listen on {}: {e}", args.bind)))?;
-    let local = listener.local_addr().map_err(|e| Exit(1, format!("cannot read the bound address: {e}")))?;
+async fn serve_until_signal(
+    args: ServeArgs,
+    state: HttpState,
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+) -> Result<(), Exit> {
+    let listener = TcpListener::bind(args.bind)
+        .await
+        .map_err(|e| Exit(1, format!("cannot listen on {}: {e}", args.bind)))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| Exit(1, format!("cannot read the bound address: {e}")))?;
     if let Some(addr) = args.metrics_bind {
-        let metrics_listener = TcpListener::bind(addr).await.map_err(|e| Exit(1, format!("cannot listen on {addr} for metrics: {e}")))?;
+        let metrics_listener = TcpListener::bind(addr)
+            .await
+            .map_err(|e| Exit(1, format!("cannot listen on {addr} for metrics: {e}")))?;
+        let metrics_addr = metrics_listener
+            .local_addr()
+            .map_err(|e| Exit(1, format!("cannot read the metrics address: {e}")))?;
         let metrics_app = metrics::router(state.metrics());
         tokio::spawn(async move {
             if let Err(e) = axum::serve(metrics_listener, metrics_app).await {
                 tracing::error!(error = %e, "metrics listener failed");
             }
         });
-        tracing::info!(%addr, "serving Prometheus metrics at /metrics");
+        tracing::info!(addr = %metrics_addr, "serving Prometheus metrics at /metrics");
     }
     let scheme = if tls.is_some() { "https" } else { "http" };
     eprintln!("listening on {scheme}://{local}");
@@ -404,7 +457,15 @@ mod tests {
         assert_eq!(status_for(Kind::Unauthenticated), StatusCode::UNAUTHORIZED);
         assert_eq!(status_for(Kind::ScopesDenied), StatusCode::FORBIDDEN);
         assert_eq!(status_for(Kind::RateLimited), StatusCode::TOO_MANY_REQUESTS);
-        for k in [Kind::MethodNotFound, Kind::InvalidArgs, Kind::NotFound, Kind::Conflict, Kind::VaultLocked, Kind::Internal, Kind::External] {
+        for k in [
+            Kind::MethodNotFound,
+            Kind::InvalidArgs,
+            Kind::NotFound,
+            Kind::Conflict,
+            Kind::VaultLocked,
+            Kind::Internal,
+            Kind::External,
+        ] {
             assert_eq!(status_for(k), StatusCode::OK, "{k:?}");
         }
     }

@@ -25,7 +25,10 @@ pub struct Limit {
 
 impl Limit {
     /// The contract's defaults: burst 60, 10 calls a second.
-    pub const DEFAULT: Limit = Limit { burst: 60, per_second: 10.0 };
+    pub const DEFAULT: Limit = Limit {
+        burst: 60,
+        per_second: 10.0,
+    };
 }
 
 /// The deployment's limits: the default bucket and per-scope tiers.
@@ -37,21 +40,28 @@ pub struct RateLimits {
 
 impl Default for RateLimits {
     fn default() -> RateLimits {
-        RateLimits { default: Limit::DEFAULT, tiers: BTreeMap::new() }
+        RateLimits {
+            default: Limit::DEFAULT,
+            tiers: BTreeMap::new(),
+        }
     }
 }
 
 fn parse_rps(name: &str, value: &str) -> Result<f64, String> {
     match value.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("{name}={value:?} is not a positive number of calls per second")),
+        _ => Err(format!(
+            "{name}={value:?} is not a positive number of calls per second"
+        )),
     }
 }
 
 fn parse_burst(name: &str, value: &str) -> Result<u32, String> {
     match value.trim().parse::<u32>() {
         Ok(v) if v >= 1 => Ok(v),
-        _ => Err(format!("{name}={value:?} is not a whole number of calls of at least 1")),
+        _ => Err(format!(
+            "{name}={value:?} is not a whole number of calls of at least 1"
+        )),
     }
 }
 
@@ -66,10 +76,16 @@ impl RateLimits {
     pub fn from_env() -> Result<RateLimits, String> {
         let mut vars = Vec::new();
         for (k, v) in std::env::vars_os() {
-            let Some(k) = k.to_str().filter(|k| k.starts_with(PREFIX)).map(str::to_owned) else {
+            let Some(k) = k
+                .to_str()
+                .filter(|k| k.starts_with(PREFIX))
+                .map(str::to_owned)
+            else {
                 continue;
             };
-            let v = v.into_string().map_err(|_| format!("{k} is not valid UTF-8"))?;
+            let v = v
+                .into_string()
+                .map_err(|_| format!("{k} is not valid UTF-8"))?;
             vars.push((k, v));
         }
         RateLimits::from_vars(vars)
@@ -113,13 +129,19 @@ impl RateLimits {
                 }
             }
         }
-        let mut limits = RateLimits { default, tiers: BTreeMap::new() };
+        let mut limits = RateLimits {
+            default,
+            tiers: BTreeMap::new(),
+        };
         for s in Scope::ALL {
             let (rps, burst) = (tier_rps.get(&s), tier_burst.get(&s));
             if rps.is_some() || burst.is_some() {
                 limits.tiers.insert(
                     s,
-                    Limit { burst: burst.copied().unwrap_or(default.burst), per_second: rps.copied().unwrap_or(default.per_second) },
+                    Limit {
+                        burst: burst.copied().unwrap_or(default.burst),
+                        per_second: rps.copied().unwrap_or(default.per_second),
+                    },
                 );
             }
         }
@@ -157,7 +179,10 @@ impl MemoryRateStore {
     }
 
     pub fn with_clock(clock: Clock) -> MemoryRateStore {
-        MemoryRateStore { buckets: Mutex::new(HashMap::new()), clock }
+        MemoryRateStore {
+            buckets: Mutex::new(HashMap::new()),
+            clock,
+        }
     }
 }
 
@@ -169,7 +194,11 @@ impl Default for MemoryRateStore {
 
 fn refill(b: &mut Bucket, limit: Limit, now: Instant) {
     let elapsed = now.saturating_duration_since(b.updated).as_secs_f64();
-    let rate = if limit.per_second.is_finite() && limit.per_second > 0.0 { limit.per_second } else { 0.0 };
+    let rate = if limit.per_second.is_finite() && limit.per_second > 0.0 {
+        limit.per_second
+    } else {
+        0.0
+    };
     b.tokens = (b.tokens + elapsed * rate).min(f64::from(limit.burst));
     b.updated = now;
 }
@@ -179,20 +208,32 @@ impl RateStore for MemoryRateStore {
         let now = (self.clock)();
         let mut map = self.buckets.lock();
         if map.len() > PRUNE_ABOVE {
-            let limits: HashMap<&str, Limit> = buckets.iter().map(|(k, l)| (k.as_str(), *l)).collect();
+            let limits: HashMap<&str, Limit> =
+                buckets.iter().map(|(k, l)| (k.as_str(), *l)).collect();
             map.retain(|k, b| limits.contains_key(k.as_str()) || b.tokens < 1.0);
         }
         let mut wait = 0.0_f64;
         for (key, limit) in buckets {
-            let b = map.entry(key.clone()).or_insert(Bucket { tokens: f64::from(limit.burst), updated: now });
+            let b = map.entry(key.clone()).or_insert(Bucket {
+                tokens: f64::from(limit.burst),
+                updated: now,
+            });
             refill(b, *limit, now);
             if b.tokens < 1.0 {
-                let need = if limit.per_second > 0.0 { (1.0 - b.tokens) / limit.per_second } else { f64::INFINITY };
+                let need = if limit.per_second > 0.0 {
+                    (1.0 - b.tokens) / limit.per_second
+                } else {
+                    f64::INFINITY
+                };
                 wait = wait.max(need);
             }
         }
         if wait > 0.0 {
-            let secs = if wait.is_finite() { wait.min(MAX_RETRY_SECONDS as f64) } else { MAX_RETRY_SECONDS as f64 };
+            let secs = if wait.is_finite() {
+                wait.min(MAX_RETRY_SECONDS as f64)
+            } else {
+                MAX_RETRY_SECONDS as f64
+            };
             return Err(Duration::from_secs_f64(secs));
         }
         for (key, _) in buckets {
@@ -219,10 +260,13 @@ impl Limiter {
     /// `Err(seconds)`: the `Retry-After` to announce, at least 1.
     pub(super) fn check(&self, key: &str, tier: Option<Scope>) -> Result<(), u64> {
         let mut buckets = vec![(key.to_owned(), self.limits.default)];
-        if let Some((scope, limit)) = tier.and_then(|s| self.limits.tiers.get(&s).map(|l| (s, *l))) {
+        if let Some((scope, limit)) = tier.and_then(|s| self.limits.tiers.get(&s).map(|l| (s, *l)))
+        {
             buckets.push((format!("{key}|{}", scope.tier_name()), limit));
         }
-        self.store.take(&buckets).map_err(|wait| (wait.as_secs_f64().ceil() as u64).clamp(1, MAX_RETRY_SECONDS))
+        self.store
+            .take(&buckets)
+            .map_err(|wait| (wait.as_secs_f64().ceil() as u64).clamp(1, MAX_RETRY_SECONDS))
     }
 }
 
@@ -237,13 +281,43 @@ mod tests {
     #[test]
     fn env_defaults_and_tiers() {
         assert_eq!(vars(&[]).unwrap(), RateLimits::default());
-        assert_eq!(RateLimits::default().default, Limit { burst: 60, per_second: 10.0 });
-        let l = vars(&[("MCP_RATE_LIMIT_RPS", "5"), ("MCP_RATE_LIMIT_BURST", "20"), ("MCP_RATE_LIMIT_WRITE_RPS", "0.5"), ("OTHER", "x")]).unwrap();
-        assert_eq!(l.default, Limit { burst: 20, per_second: 5.0 });
-        assert_eq!(l.tiers.get(&Scope::Write), Some(&Limit { burst: 20, per_second: 0.5 }));
+        assert_eq!(
+            RateLimits::default().default,
+            Limit {
+                burst: 60,
+                per_second: 10.0
+            }
+        );
+        let l = vars(&[
+            ("MCP_RATE_LIMIT_RPS", "5"),
+            ("MCP_RATE_LIMIT_BURST", "20"),
+            ("MCP_RATE_LIMIT_WRITE_RPS", "0.5"),
+            ("OTHER", "x"),
+        ])
+        .unwrap();
+        assert_eq!(
+            l.default,
+            Limit {
+                burst: 20,
+                per_second: 5.0
+            }
+        );
+        assert_eq!(
+            l.tiers.get(&Scope::Write),
+            Some(&Limit {
+                burst: 20,
+                per_second: 0.5
+            })
+        );
         assert_eq!(l.tiers.get(&Scope::Read), None);
         let l = vars(&[("MCP_RATE_LIMIT_SEARCH_BURST", "3")]).unwrap();
-        assert_eq!(l.tiers.get(&Scope::Search), Some(&Limit { burst: 3, per_second: 10.0 }));
+        assert_eq!(
+            l.tiers.get(&Scope::Search),
+            Some(&Limit {
+                burst: 3,
+                per_second: 10.0
+            })
+        );
     }
 
     #[test]
@@ -269,23 +343,45 @@ mod tests {
         let now = Arc::new(Mutex::new(t0));
         let clock_now = Arc::clone(&now);
         let store = MemoryRateStore::with_clock(Arc::new(move || *clock_now.lock()));
-        let limit = Limit { burst: 2, per_second: 0.5 };
+        let limit = Limit {
+            burst: 2,
+            per_second: 0.5,
+        };
         let b = [("k".to_owned(), limit)];
         assert!(store.take(&b).is_ok());
         assert!(store.take(&b).is_ok());
         assert_eq!(store.take(&b), Err(Duration::from_secs(2)));
         *now.lock() = t0 + Duration::from_secs(1);
-        assert_eq!(store.take(&b), Err(Duration::from_secs(1)), "half a call refilled");
+        assert_eq!(
+            store.take(&b),
+            Err(Duration::from_secs(1)),
+            "half a call refilled"
+        );
         *now.lock() = t0 + Duration::from_secs(2);
         assert!(store.take(&b).is_ok());
-        assert!(store.take(&[("other".to_owned(), limit)]).is_ok(), "keys are independent");
+        assert!(
+            store.take(&[("other".to_owned(), limit)]).is_ok(),
+            "keys are independent"
+        );
     }
 
     #[test]
     fn all_buckets_or_none() {
         let store = MemoryRateStore::new();
-        let wide = ("wide".to_owned(), Limit { burst: 10, per_second: 0.001 });
-        let tight = ("tight".to_owned(), Limit { burst: 1, per_second: 0.001 });
+        let wide = (
+            "wide".to_owned(),
+            Limit {
+                burst: 10,
+                per_second: 0.001,
+            },
+        );
+        let tight = (
+            "tight".to_owned(),
+            Limit {
+                burst: 1,
+                per_second: 0.001,
+            },
+        );
         assert!(store.take(&[wide.clone(), tight.clone()]).is_ok());
         assert!(store.take(&[wide.clone(), tight.clone()]).is_err());
         // The refused call took nothing from the wide bucket: nine calls remain there.
@@ -297,8 +393,20 @@ mod tests {
 
     #[test]
     fn limiter_applies_tiers_and_rounds_retry_up() {
-        let limits = RateLimits { default: Limit { burst: 100, per_second: 100.0 }, tiers: BTreeMap::new() }
-            .with_tier(Scope::Write, Limit { burst: 1, per_second: 0.4 });
+        let limits = RateLimits {
+            default: Limit {
+                burst: 100,
+                per_second: 100.0,
+            },
+            tiers: BTreeMap::new(),
+        }
+        .with_tier(
+            Scope::Write,
+            Limit {
+                burst: 1,
+                per_second: 0.4,
+            },
+        );
         let l = Limiter::new(limits, Arc::new(MemoryRateStore::new()));
         assert!(l.check("token:a", Some(Scope::Write)).is_ok());
         let retry = l.check("token:a", Some(Scope::Write)).unwrap_err();

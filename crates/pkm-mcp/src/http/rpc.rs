@@ -12,7 +12,10 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::{Auth, BODY_MAX_BYTES, BODY_READ_TIMEOUT, ClientAddr, HttpState, SUPPORTED_PROTOCOL_VERSIONS, error_response, json_response, status_for};
+use super::{
+    Auth, BODY_MAX_BYTES, BODY_READ_TIMEOUT, ClientAddr, HttpState, SUPPORTED_PROTOCOL_VERSIONS,
+    error_response, json_response, status_for,
+};
 use crate::errors::{Kind, McpError};
 use crate::scope::Scope;
 use crate::server::Caller;
@@ -27,42 +30,81 @@ const DRAIN_MAX_BYTES: usize = 4 * BODY_MAX_BYTES;
 
 /// One JSON-RPC message of the body, classified.
 enum Message {
-    Request { id: Value, method: String, params: Option<Value> },
-    Notification { method: String, params: Option<Value> },
+    Request {
+        id: Value,
+        method: String,
+        params: Option<Value>,
+    },
+    Notification {
+        method: String,
+        params: Option<Value>,
+    },
     /// A response from the client (the server sends no requests, so there is nothing to match).
     Reply,
-    Invalid { id: Value, why: &'static str },
+    Invalid {
+        id: Value,
+        why: &'static str,
+    },
 }
 
 impl Message {
     fn parse(v: Value) -> Message {
         let Value::Object(mut o) = v else {
-            return Message::Invalid { id: Value::Null, why: "a JSON-RPC message must be an object" };
+            return Message::Invalid {
+                id: Value::Null,
+                why: "a JSON-RPC message must be an object",
+            };
         };
         let id = o.remove("id");
-        let id_ok = matches!(id, None | Some(Value::String(_) | Value::Number(_) | Value::Null));
-        let shown_id = if id_ok { id.clone().unwrap_or(Value::Null) } else { Value::Null };
+        let id_ok = matches!(
+            id,
+            None | Some(Value::String(_) | Value::Number(_) | Value::Null)
+        );
+        let shown_id = if id_ok {
+            id.clone().unwrap_or(Value::Null)
+        } else {
+            Value::Null
+        };
         if o.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return Message::Invalid { id: shown_id, why: "jsonrpc must be \"2.0\"" };
+            return Message::Invalid {
+                id: shown_id,
+                why: "jsonrpc must be \"2.0\"",
+            };
         }
         if !id_ok {
-            return Message::Invalid { id: Value::Null, why: "id must be a string, a number or null" };
+            return Message::Invalid {
+                id: Value::Null,
+                why: "id must be a string, a number or null",
+            };
         }
         match o.remove("method") {
             Some(Value::String(method)) => {
                 let params = match o.remove("params") {
                     None | Some(Value::Null) => None,
                     Some(p @ (Value::Object(_) | Value::Array(_))) => Some(p),
-                    Some(_) => return Message::Invalid { id: shown_id, why: "params must be an object or an array" },
+                    Some(_) => {
+                        return Message::Invalid {
+                            id: shown_id,
+                            why: "params must be an object or an array",
+                        };
+                    }
                 };
                 match id {
                     Some(id) => Message::Request { id, method, params },
                     None => Message::Notification { method, params },
                 }
             }
-            Some(_) => Message::Invalid { id: shown_id, why: "method must be a string" },
-            None if id.is_some() && (o.contains_key("result") || o.contains_key("error")) => Message::Reply,
-            None => Message::Invalid { id: shown_id, why: "a request needs a method" },
+            Some(_) => Message::Invalid {
+                id: shown_id,
+                why: "method must be a string",
+            },
+            None if id.is_some() && (o.contains_key("result") || o.contains_key("error")) => {
+                Message::Reply
+            }
+            None => Message::Invalid {
+                id: shown_id,
+                why: "a request needs a method",
+            },
         }
     }
 
@@ -88,7 +130,12 @@ impl Identity {
     fn caller(&self) -> Caller {
         Caller {
             // With auth on, a caller without a token (only `initialize` gets this far) holds nothing.
-            scopes: self.auth.then(|| self.principal.as_ref().map(|p| p.scopes.clone()).unwrap_or_default()),
+            scopes: self.auth.then(|| {
+                self.principal
+                    .as_ref()
+                    .map(|p| p.scopes.clone())
+                    .unwrap_or_default()
+            }),
             token_name: self.token_name().map(str::to_owned),
         }
     }
@@ -105,19 +152,36 @@ fn presented_token(headers: &HeaderMap) -> Option<String> {
 
 async fn identify(state: &HttpState, headers: &HeaderMap) -> Identity {
     let verifier = match &state.shared.auth {
-        Auth::Disabled => return Identity { auth: false, principal: None, rejected: false },
+        Auth::Disabled => {
+            return Identity {
+                auth: false,
+                principal: None,
+                rejected: false,
+            };
+        }
         Auth::Tokens(v) => std::sync::Arc::clone(v),
     };
     let Some(token) = presented_token(headers) else {
-        return Identity { auth: true, principal: None, rejected: false };
+        return Identity {
+            auth: true,
+            principal: None,
+            rejected: false,
+        };
     };
     // The verifier may re-read the token store from disk.
-    let principal = tokio::task::spawn_blocking(move || verifier.verify(&token)).await.ok().flatten();
+    let principal = tokio::task::spawn_blocking(move || verifier.verify(&token))
+        .await
+        .ok()
+        .flatten();
     let rejected = principal.is_none();
     if let Some(p) = &principal {
         tracing::Span::current().record("token", p.name.as_str());
     }
-    Identity { auth: true, principal, rejected }
+    Identity {
+        auth: true,
+        principal,
+        rejected,
+    }
 }
 
 enum ReadError {
@@ -145,14 +209,23 @@ async fn read_body(mut body: Body) -> Result<Vec<u8>, ReadError> {
             }
             buf.extend_from_slice(&data);
         }
-        if seen > BODY_MAX_BYTES { Err(ReadError::TooLarge) } else { Ok(buf) }
+        if seen > BODY_MAX_BYTES {
+            Err(ReadError::TooLarge)
+        } else {
+            Ok(buf)
+        }
     };
-    tokio::time::timeout(BODY_READ_TIMEOUT, read).await.unwrap_or(Err(ReadError::Timeout))
+    tokio::time::timeout(BODY_READ_TIMEOUT, read)
+        .await
+        .unwrap_or(Err(ReadError::Timeout))
 }
 
 fn too_large() -> Response {
-    let e = McpError::new(Kind::InvalidRequest, "The request body is over the 2 MiB limit")
-        .with_hint("Send smaller messages; split large notes or batches.");
+    let e = McpError::new(
+        Kind::InvalidRequest,
+        "The request body is over the 2 MiB limit",
+    )
+    .with_hint("Send smaller messages; split large notes or batches.");
     error_response(StatusCode::PAYLOAD_TOO_LARGE, &e)
 }
 
@@ -169,9 +242,24 @@ fn error_entry(id: Value, e: &McpError) -> Value {
 }
 
 /// Answers every request of the body with the same error (401, or a session problem).
-fn refuse(state: &HttpState, batch: bool, messages: &[Message], e: &McpError, status: StatusCode) -> Response {
+fn refuse(
+    state: &HttpState,
+    batch: bool,
+    messages: &[Message],
+    e: &McpError,
+    status: StatusCode,
+) -> Response {
     state.shared.metrics.error(e.kind);
-    let ids: Vec<Value> = messages.iter().filter_map(|m| if let Message::Request { id, .. } = m { Some(id.clone()) } else { None }).collect();
+    let ids: Vec<Value> = messages
+        .iter()
+        .filter_map(|m| {
+            if let Message::Request { id, .. } = m {
+                Some(id.clone())
+            } else {
+                None
+            }
+        })
+        .collect();
     let body = match (batch, ids.as_slice()) {
         (true, [_, ..]) => Value::Array(ids.into_iter().map(|id| error_entry(id, e)).collect()),
         (_, [id, ..]) => error_entry(id.clone(), e),
@@ -179,16 +267,31 @@ fn refuse(state: &HttpState, batch: bool, messages: &[Message], e: &McpError, st
     };
     let mut r = json_response(status, &body);
     if status == StatusCode::UNAUTHORIZED {
-        r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"stratum-mcp\""));
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"stratum-mcp\""),
+        );
     }
     r
+}
+
+/// Whether the `Mcp-Session-Id` value names a live session usable by `token` (marks it used).
+fn touch_session(state: &HttpState, id: &HeaderValue, token: Option<&str>) -> bool {
+    id.to_str()
+        .is_ok_and(|id| state.shared.sessions.touch(id, token).is_ok())
 }
 
 /// The rate-limit tier of a method: `None` when it is not counted, `Some(None)` for a call
 /// outside the tool table (counted against the default bucket only).
 fn rate_tier(method: &str, params: Option<&Value>) -> Option<Option<Scope>> {
     match method {
-        "tools/call" => Some(params.and_then(|p| p.get("name")).and_then(Value::as_str).and_then(tools::find).map(|t| t.scope)),
+        "tools/call" => Some(
+            params
+                .and_then(|p| p.get("name"))
+                .and_then(Value::as_str)
+                .and_then(tools::find)
+                .map(|t| t.scope),
+        ),
         "resources/read" | "resources/list" => Some(Some(Scope::Read)),
         _ => None,
     }
@@ -205,14 +308,24 @@ fn rate_key(identity: &Identity, parts: &Parts) -> String {
 }
 
 /// One request through the rate limiter and the dispatcher.
-async fn dispatch(state: &HttpState, identity: &Identity, key: &str, method: &str, params: Option<Value>) -> Result<Value, McpError> {
+async fn dispatch(
+    state: &HttpState,
+    identity: &Identity,
+    key: &str,
+    method: &str,
+    params: Option<Value>,
+) -> Result<Value, McpError> {
     if let Some(tier) = rate_tier(method, params.as_ref()) {
         state.shared.limiter.check(key, tier).map_err(|secs| {
             tracing::info!(retry_after = secs, "rate limit exceeded");
             McpError::new(Kind::RateLimited, "Rate limit exceeded").retry_after(secs)
         })?;
     }
-    let result = state.shared.server.handle(method, params, &identity.caller()).await?;
+    let result = state
+        .shared
+        .server
+        .handle(method, params, &identity.caller())
+        .await?;
     // A notification method sent with an id still gets an (empty) answer.
     Ok(result.unwrap_or_else(|| json!({})))
 }
@@ -229,7 +342,11 @@ fn batch_rank(kind: Kind) -> u8 {
 
 pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|n| n > BODY_MAX_BYTES as u64) {
         if declared.is_some_and(|n| n <= DRAIN_MAX_BYTES as u64) {
             let _ = read_body(body).await;
@@ -237,30 +354,52 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
         return too_large();
     }
     if !is_json(&parts.headers) {
-        let e = McpError::new(Kind::InvalidRequest, "Content-Type must be application/json").with_hint("POST JSON-RPC as application/json.");
+        let e = McpError::new(
+            Kind::InvalidRequest,
+            "Content-Type must be application/json",
+        )
+        .with_hint("POST JSON-RPC as application/json.");
         return error_response(StatusCode::UNSUPPORTED_MEDIA_TYPE, &e);
     }
     let bytes = match read_body(body).await {
         Ok(b) => b,
         Err(ReadError::TooLarge) => return too_large(),
         Err(ReadError::Timeout) => {
-            return error_response(StatusCode::REQUEST_TIMEOUT, &McpError::new(Kind::InvalidRequest, "The request body was not sent in time"));
+            return error_response(
+                StatusCode::REQUEST_TIMEOUT,
+                &McpError::new(
+                    Kind::InvalidRequest,
+                    "The request body was not sent in time",
+                ),
+            );
         }
         Err(ReadError::Broken) => {
-            return error_response(StatusCode::BAD_REQUEST, &McpError::new(Kind::InvalidRequest, "The request body could not be read"));
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                &McpError::new(Kind::InvalidRequest, "The request body could not be read"),
+            );
         }
     };
     let parsed: Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
         Err(e) => {
             state.shared.metrics.error(Kind::ParseError);
-            return error_response(StatusCode::BAD_REQUEST, &McpError::new(Kind::ParseError, format!("Parse error: {e}")));
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                &McpError::new(Kind::ParseError, format!("Parse error: {e}")),
+            );
         }
     };
     let (batch, values) = match parsed {
         Value::Array(a) if a.is_empty() => {
             state.shared.metrics.error(Kind::InvalidRequest);
-            return error_response(StatusCode::BAD_REQUEST, &McpError::new(Kind::InvalidRequest, "An empty batch is not a valid request"));
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                &McpError::new(
+                    Kind::InvalidRequest,
+                    "An empty batch is not a valid request",
+                ),
+            );
         }
         Value::Array(a) => (true, a),
         v => (false, vec![v]),
@@ -274,9 +413,15 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
         }
     }
     if let Some(v) = parts.headers.get(PROTOCOL_HEADER) {
-        if !v.to_str().is_ok_and(|v| SUPPORTED_PROTOCOL_VERSIONS.contains(&v.trim())) {
+        if !v
+            .to_str()
+            .is_ok_and(|v| SUPPORTED_PROTOCOL_VERSIONS.contains(&v.trim()))
+        {
             let e = McpError::new(Kind::InvalidRequest, "Unsupported MCP-Protocol-Version")
-                .with_hint(format!("This server speaks {}.", SUPPORTED_PROTOCOL_VERSIONS.join(" and ")));
+                .with_hint(format!(
+                    "This server speaks {}.",
+                    SUPPORTED_PROTOCOL_VERSIONS.join(" and ")
+                ));
             return refuse(&state, batch, &messages, &e, StatusCode::BAD_REQUEST);
         }
     }
@@ -285,18 +430,27 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
     let opens_session = messages.iter().any(|m| m.is_request(|m| m == "initialize"));
     let needs_token = messages.iter().any(|m| m.is_request(|m| m != "initialize"));
     if identity.auth && (identity.rejected || (needs_token && identity.principal.is_none())) {
-        let message = if identity.rejected { "Invalid or revoked token" } else { "Authentication required" };
-        return refuse(&state, batch, &messages, &McpError::new(Kind::Unauthenticated, message), StatusCode::UNAUTHORIZED);
+        let message = if identity.rejected {
+            "Invalid or revoked token"
+        } else {
+            "Authentication required"
+        };
+        return refuse(
+            &state,
+            batch,
+            &messages,
+            &McpError::new(Kind::Unauthenticated, message),
+            StatusCode::UNAUTHORIZED,
+        );
     }
     if !opens_session {
         match parts.headers.get(SESSION_HEADER) {
-            Some(id) => {
-                if id.to_str().map_err(|_| ()).and_then(|id| state.shared.sessions.touch(id, identity.token_name()).map_err(|_| ())).is_err() {
-                    let e = McpError::new(Kind::InvalidRequest, "Unknown or ended session")
-                        .with_hint("Start a new session with initialize.");
-                    return refuse(&state, batch, &messages, &e, StatusCode::NOT_FOUND);
-                }
+            Some(id) if !touch_session(&state, id, identity.token_name()) => {
+                let e = McpError::new(Kind::InvalidRequest, "Unknown or ended session")
+                    .with_hint("Start a new session with initialize.");
+                return refuse(&state, batch, &messages, &e, StatusCode::NOT_FOUND);
             }
+            Some(_) => {}
             None if identity.auth && needs_token => {
                 let e = McpError::new(Kind::InvalidRequest, "Missing Mcp-Session-Id header")
                     .with_hint("Send initialize first and echo its Mcp-Session-Id header on every later request.");
@@ -309,7 +463,12 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
     let span = tracing::Span::current();
     if let [Message::Request { method, params, .. }] = messages.as_slice() {
         span.record("rpc", method.as_str());
-        if let Some(tool) = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str).filter(|_| method == "tools/call") {
+        if let Some(tool) = params
+            .as_ref()
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .filter(|_| method == "tools/call")
+        {
             span.record("tool", tool);
         }
     } else {
@@ -326,41 +485,60 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
         match m {
             Message::Invalid { id, why } => {
                 state.shared.metrics.error(Kind::InvalidRequest);
-                entries.push(error_entry(id, &McpError::new(Kind::InvalidRequest, format!("Invalid request: {why}"))));
+                entries.push(error_entry(
+                    id,
+                    &McpError::new(Kind::InvalidRequest, format!("Invalid request: {why}")),
+                ));
             }
             Message::Reply => {}
             Message::Notification { method, params } => {
                 // Only protocol notifications do anything; a method call without an id is dropped.
                 if method.starts_with("notifications/") {
-                    let _ = state.shared.server.handle(&method, params, &identity.caller()).await;
+                    let _ = state
+                        .shared
+                        .server
+                        .handle(&method, params, &identity.caller())
+                        .await;
                 }
             }
-            Message::Request { id, method, params } => match dispatch(&state, &identity, &key, &method, params).await {
-                Ok(result) => {
-                    if method == "initialize" && session.is_none() {
-                        session = Some(state.shared.sessions.open(identity.token_name().map(str::to_owned)));
+            Message::Request { id, method, params } => {
+                match dispatch(&state, &identity, &key, &method, params).await {
+                    Ok(result) => {
+                        if method == "initialize" && session.is_none() {
+                            session = Some(
+                                state
+                                    .shared
+                                    .sessions
+                                    .open(identity.token_name().map(str::to_owned)),
+                            );
+                        }
+                        entries.push(json!({"jsonrpc": "2.0", "id": id, "result": result}));
                     }
-                    entries.push(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+                    Err(e) => {
+                        state.shared.metrics.error(e.kind);
+                        single_status = status_for(e.kind);
+                        if worst.is_none_or(|w| batch_rank(e.kind) > batch_rank(w)) {
+                            worst = Some(e.kind);
+                        }
+                        if let Some(s) = e
+                            .retry_after_seconds
+                            .filter(|_| e.kind == Kind::RateLimited)
+                        {
+                            retry_after = Some(retry_after.map_or(s, |r| r.max(s)));
+                        }
+                        entries.push(error_entry(id, &e));
+                    }
                 }
-                Err(e) => {
-                    state.shared.metrics.error(e.kind);
-                    single_status = status_for(e.kind);
-                    if worst.is_none_or(|w| batch_rank(e.kind) > batch_rank(w)) {
-                        worst = Some(e.kind);
-                    }
-                    if let Some(s) = e.retry_after_seconds.filter(|_| e.kind == Kind::RateLimited) {
-                        retry_after = Some(retry_after.map_or(s, |r| r.max(s)));
-                    }
-                    entries.push(error_entry(id, &e));
-                }
-            },
+            }
         }
     }
 
     let mut response = if entries.is_empty() {
         StatusCode::ACCEPTED.into_response()
     } else if batch {
-        let status = worst.filter(|k| batch_rank(*k) > 0).map_or(StatusCode::OK, status_for);
+        let status = worst
+            .filter(|k| batch_rank(*k) > 0)
+            .map_or(StatusCode::OK, status_for);
         json_response(status, &Value::Array(entries))
     } else {
         json_response(single_status, &entries.pop().unwrap_or(Value::Null))
@@ -379,15 +557,27 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
 pub(super) async fn delete(State(state): State<HttpState>, req: Request) -> Response {
     let identity = identify(&state, req.headers()).await;
     if identity.rejected {
-        return refuse(&state, false, &[], &McpError::new(Kind::Unauthenticated, "Invalid or revoked token"), StatusCode::UNAUTHORIZED);
+        return refuse(
+            &state,
+            false,
+            &[],
+            &McpError::new(Kind::Unauthenticated, "Invalid or revoked token"),
+            StatusCode::UNAUTHORIZED,
+        );
     }
     let Some(id) = req.headers().get(SESSION_HEADER) else {
-        let e = McpError::new(Kind::InvalidRequest, "Missing Mcp-Session-Id header").with_hint("Name the session to end.");
+        let e = McpError::new(Kind::InvalidRequest, "Missing Mcp-Session-Id header")
+            .with_hint("Name the session to end.");
         return error_response(StatusCode::BAD_REQUEST, &e);
     };
-    match id.to_str().map_err(|_| ()).and_then(|id| state.shared.sessions.end(id, identity.token_name()).map_err(|_| ())) {
-        Ok(()) => StatusCode::NO_CONTENT.into_response(),
-        Err(()) => error_response(StatusCode::NOT_FOUND, &McpError::new(Kind::InvalidRequest, "Unknown or ended session")),
+    let ended = id
+        .to_str()
+        .is_ok_and(|id| state.shared.sessions.end(id, identity.token_name()).is_ok());
+    if ended {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        let e = McpError::new(Kind::InvalidRequest, "Unknown or ended session");
+        error_response(StatusCode::NOT_FOUND, &e)
     }
 }
 
@@ -403,10 +593,22 @@ mod tests {
             Message::Reply => "reply",
             Message::Invalid { .. } => "invalid",
         };
-        assert_eq!(kind(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})), "request");
-        assert_eq!(kind(json!({"jsonrpc": "2.0", "id": "a", "method": "x", "params": []})), "request");
-        assert_eq!(kind(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})), "notification");
-        assert_eq!(kind(json!({"jsonrpc": "2.0", "id": 3, "result": {}})), "reply");
+        assert_eq!(
+            kind(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})),
+            "request"
+        );
+        assert_eq!(
+            kind(json!({"jsonrpc": "2.0", "id": "a", "method": "x", "params": []})),
+            "request"
+        );
+        assert_eq!(
+            kind(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})),
+            "notification"
+        );
+        assert_eq!(
+            kind(json!({"jsonrpc": "2.0", "id": 3, "result": {}})),
+            "reply"
+        );
         for bad in [
             json!(1),
             json!({"id": 1, "method": "ping"}),
@@ -424,11 +626,20 @@ mod tests {
     fn both_authorization_schemes() {
         let mut h = HeaderMap::new();
         assert_eq!(presented_token(&h), None);
-        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer abc"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer abc"),
+        );
         assert_eq!(presented_token(&h).as_deref(), Some("abc"));
-        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Stratum-MCP  xyz "));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Stratum-MCP  xyz "),
+        );
         assert_eq!(presented_token(&h).as_deref(), Some("xyz"));
-        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic dXNlcg=="));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Basic dXNlcg=="),
+        );
         assert_eq!(presented_token(&h), None);
         h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer "));
         assert_eq!(presented_token(&h), None);
@@ -436,9 +647,18 @@ mod tests {
 
     #[test]
     fn only_calls_are_rate_limited() {
-        let write = tools::TOOLS.iter().find(|t| t.scope == Scope::Write).unwrap();
-        assert_eq!(rate_tier("tools/call", Some(&json!({"name": write.name}))), Some(Some(Scope::Write)));
-        assert_eq!(rate_tier("tools/call", Some(&json!({"name": "no_such_tool"}))), Some(None));
+        let write = tools::TOOLS
+            .iter()
+            .find(|t| t.scope == Scope::Write)
+            .unwrap();
+        assert_eq!(
+            rate_tier("tools/call", Some(&json!({"name": write.name}))),
+            Some(Some(Scope::Write))
+        );
+        assert_eq!(
+            rate_tier("tools/call", Some(&json!({"name": "no_such_tool"}))),
+            Some(None)
+        );
         assert_eq!(rate_tier("resources/read", None), Some(Some(Scope::Read)));
         assert_eq!(rate_tier("initialize", None), None);
         assert_eq!(rate_tier("tools/list", None), None);

@@ -31,7 +31,9 @@ pub(super) struct SessionStore {
 
 impl SessionStore {
     pub(super) fn new() -> SessionStore {
-        SessionStore { sessions: Mutex::new(HashMap::new()) }
+        SessionStore {
+            sessions: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Opens a session; returns its id.
@@ -44,11 +46,21 @@ impl SessionStore {
         }
         if map.len() >= MAX_SESSIONS {
             // Still full of live sessions: the least recently used one makes room.
-            if let Some(oldest) = map.iter().min_by_key(|(_, s)| s.last_used).map(|(k, _)| k.clone()) {
+            if let Some(oldest) = map
+                .iter()
+                .min_by_key(|(_, s)| s.last_used)
+                .map(|(k, _)| k.clone())
+            {
                 map.remove(&oldest);
             }
         }
-        map.insert(id.clone(), Session { token, last_used: now });
+        map.insert(
+            id.clone(),
+            Session {
+                token,
+                last_used: now,
+            },
+        );
         id
     }
 

@@ -24,9 +24,13 @@ pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, Strin
         .and_then(|it| it.collect::<Result<Vec<_>, _>>())
         .map_err(|e| format!("cannot read the TLS certificate {}: {e}", cert.display()))?;
     if certs.is_empty() {
-        return Err(format!("the TLS certificate file {} holds no PEM certificate", cert.display()));
+        return Err(format!(
+            "the TLS certificate file {} holds no PEM certificate",
+            cert.display()
+        ));
     }
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("cannot read the TLS private key {}: {e}", key.display()))?;
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| format!("cannot read the TLS private key {}: {e}", key.display()))?;
     let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -81,7 +85,11 @@ impl TlsListener {
                 });
             }
         });
-        Ok(TlsListener { ready, local, acceptor_task })
+        Ok(TlsListener {
+            ready,
+            local,
+            acceptor_task,
+        })
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use pkm_core::Vault;
 use pkm_mcp::StratumServer;
-use pkm_mcp::http::{self, Auth, HttpConfig, HttpState};
+use pkm_mcp::http::{self, Auth, HttpConfig, HttpState, Metrics};
 use pkm_mcp::scope::Scope;
 use pkm_mcp::tokens::{TokenStore, TokenVerifier};
 use reqwest::header::{HeaderMap, HeaderValue};
@@ -46,7 +46,10 @@ pub fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             if entry.file_type().unwrap().is_dir() {
                 walk(root, &path, out);
             } else {
-                out.insert(path.strip_prefix(root).unwrap().to_path_buf(), std::fs::read(&path).unwrap());
+                out.insert(
+                    path.strip_prefix(root).unwrap().to_path_buf(),
+                    std::fs::read(&path).unwrap(),
+                );
             }
         }
     }
@@ -64,7 +67,11 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { auth: true, config: HttpConfig::default(), tls: None }
+        Options {
+            auth: true,
+            config: HttpConfig::default(),
+            tls: None,
+        }
     }
 }
 
@@ -94,6 +101,8 @@ pub struct TestServer {
     pub store: TokenStore,
     pub vault: PathBuf,
     pub client: reqwest::Client,
+    /// The counters `--metrics-bind` would expose.
+    pub metrics: Arc<Metrics>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     pub _tmp: tempfile::TempDir,
 }
@@ -127,15 +136,34 @@ impl TestServer {
         .unwrap();
         let store = TokenStore::new(tmp.path().join("tokens.json"));
         let token = store.create("test", &Scope::PERSONAL).unwrap();
-        let auth = if opts.auth { Auth::Tokens(Arc::new(TokenVerifier::new(store.clone()))) } else { Auth::Disabled };
+        let auth = if opts.auth {
+            Auth::Tokens(Arc::new(TokenVerifier::new(store.clone())))
+        } else {
+            Auth::Disabled
+        };
         let state = HttpState::new(StratumServer::new(app), auth, opts.config).unwrap();
+        let metrics = state.metrics();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(http::serve(listener, http::router(state), opts.tls, async {
-            let _ = stopped.await;
-        }));
-        TestServer { addr, token, store, vault, client: reqwest::Client::new(), stop: Some(stop), _tmp: tmp }
+        tokio::spawn(http::serve(
+            listener,
+            http::router(state),
+            opts.tls,
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        TestServer {
+            addr,
+            token,
+            store,
+            vault,
+            client: reqwest::Client::new(),
+            metrics,
+            stop: Some(stop),
+            _tmp: tmp,
+        }
     }
 
     /// Creates another token with exactly `scopes`.
@@ -153,13 +181,25 @@ impl TestServer {
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
         let bytes = resp.bytes().await.unwrap();
-        let json = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap() };
-        Reply { status, headers, json }
+        let json = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap()
+        };
+        Reply {
+            status,
+            headers,
+            json,
+        }
     }
 
     /// `POST /mcp` of a raw body with the given headers (Content-Type: application/json added).
     pub async fn post_bytes(&self, body: Vec<u8>, headers: &[(&str, &str)]) -> Reply {
-        let mut req = self.client.post(self.url("/mcp")).header("content-type", "application/json").body(body);
+        let mut req = self
+            .client
+            .post(self.url("/mcp"))
+            .header("content-type", "application/json")
+            .body(body);
         for (k, v) in headers {
             req = req.header(*k, HeaderValue::from_str(v).unwrap());
         }
@@ -177,19 +217,23 @@ impl TestServer {
         if let Some(s) = session {
             headers.push(("mcp-session-id", s));
         }
-        self.post_bytes(serde_json::to_vec(body).unwrap(), &headers).await
+        self.post_bytes(serde_json::to_vec(body).unwrap(), &headers)
+            .await
     }
 
     /// `initialize` (with `token` if given); returns the session id.
     pub async fn initialize(&self, token: Option<&str>) -> String {
         let r = self.post(&initialize_request(), token, None).await;
         assert_eq!(r.status, 200, "{:?}", r.json);
-        r.header("mcp-session-id").expect("initialize answers with Mcp-Session-Id").to_owned()
+        r.header("mcp-session-id")
+            .expect("initialize answers with Mcp-Session-Id")
+            .to_owned()
     }
 
     /// `tools/call` of `tool` with `args` as `token` in `session`.
     pub async fn call(&self, token: &str, session: &str, tool: &str, args: Value) -> Reply {
-        self.post(&call_request(1, tool, args), Some(token), Some(session)).await
+        self.post(&call_request(1, tool, args), Some(token), Some(session))
+            .await
     }
 }
 
