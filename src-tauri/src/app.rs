@@ -24,7 +24,10 @@ pub struct AppConfig {
 
 impl Default for AppConfig {
     fn default() -> Self {
-        AppConfig { write_budget: Duration::from_secs(10), warm_wait: Duration::from_secs(3) }
+        AppConfig {
+            write_budget: Duration::from_secs(10),
+            warm_wait: Duration::from_secs(3),
+        }
     }
 }
 
@@ -84,7 +87,11 @@ fn lock_vault(vault: &Vault) -> KbResult<std::fs::File> {
             let mut e = KbError::locked(5);
             e.message = format!(
                 "another stratum-mcp process{} is serving this vault; one process writes a vault at a time",
-                holder.trim().parse::<u32>().map(|pid| format!(" (pid {pid})")).unwrap_or_default()
+                holder
+                    .trim()
+                    .parse::<u32>()
+                    .map(|pid| format!(" (pid {pid})"))
+                    .unwrap_or_default()
             );
             e.hint = Some("Stop the other process, or connect to it (over --http) instead of starting a second server.".into());
             Err(e)
@@ -194,7 +201,9 @@ impl App {
         } else {
             let mut e = KbError::locked(2);
             e.message = "The vault is still being indexed".into();
-            e.hint = Some("Retry in a few seconds; kb_get_page and kb_index_status answer meanwhile.".into());
+            e.hint = Some(
+                "Retry in a few seconds; kb_get_page and kb_index_status answer meanwhile.".into(),
+            );
             Err(e)
         }
     }
@@ -203,10 +212,10 @@ impl App {
     pub(crate) fn resolver(&self) -> KbResult<Arc<Resolver>> {
         let generation = self.generation.load(Ordering::Acquire);
         let mut cached = self.resolver.lock();
-        if let Some((g, r)) = cached.as_ref() {
-            if *g == generation {
-                return Ok(Arc::clone(r));
-            }
+        if let Some((g, r)) = cached.as_ref()
+            && *g == generation
+        {
+            return Ok(Arc::clone(r));
         }
         let pages = self.store.all_pages().map_err(KbError::from)?;
         let resolver = Arc::new(Resolver::new(pages));

@@ -38,9 +38,12 @@ pub(crate) fn frontmatter_tags(fm: &serde_json::Value) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for key in ["tags", "tag"] {
         match fm.get(key) {
-            Some(serde_json::Value::Array(items)) => {
-                out.extend(items.iter().filter_map(|v| v.as_str()).map(pkm_markdown::tags::normalize))
-            }
+            Some(serde_json::Value::Array(items)) => out.extend(
+                items
+                    .iter()
+                    .filter_map(|v| v.as_str())
+                    .map(pkm_markdown::tags::normalize),
+            ),
             Some(serde_json::Value::String(s)) => out.extend(
                 s.split([',', ' '])
                     .map(pkm_markdown::tags::normalize)
@@ -61,7 +64,11 @@ fn dedup_ci(v: &mut Vec<String>) {
 
 /// Resolves a relative markdown link (`[t](../x.md)`) against the folder of the note it is in.
 fn join_relative(from: &VaultPath, target: &str) -> String {
-    let mut parts: Vec<&str> = if from.parent().is_empty() { Vec::new() } else { from.parent().split('/').collect() };
+    let mut parts: Vec<&str> = if from.parent().is_empty() {
+        Vec::new()
+    } else {
+        from.parent().split('/').collect()
+    };
     for seg in target.split('/') {
         match seg {
             "" | "." => {}
@@ -79,7 +86,8 @@ fn join_relative(from: &VaultPath, target: &str) -> String {
 /// Flattens the block tree in document order without recursion (trees may be 100k deep).
 fn flatten(page: &ParsedPage) -> Vec<(Option<usize>, &Block)> {
     let mut out = Vec::new();
-    let mut stack: Vec<(Option<usize>, &Block)> = page.blocks.iter().rev().map(|b| (None, b)).collect();
+    let mut stack: Vec<(Option<usize>, &Block)> =
+        page.blocks.iter().rev().map(|b| (None, b)).collect();
     while let Some((parent, block)) = stack.pop() {
         let me = out.len();
         out.push((parent, block));
@@ -93,8 +101,11 @@ pub(crate) fn prepare(path: &VaultPath, text: &str, mtime: SystemTime, size: u64
     let flat = flatten(&page);
 
     // Blocks' own ranges (children excluded) sorted by start, to place links and tags.
-    let mut by_start: Vec<(usize, usize, usize)> =
-        flat.iter().enumerate().map(|(i, (_, b))| (b.range.start, b.range.end, i)).collect();
+    let mut by_start: Vec<(usize, usize, usize)> = flat
+        .iter()
+        .enumerate()
+        .map(|(i, (_, b))| (b.range.start, b.range.end, i))
+        .collect();
     by_start.sort_unstable();
     let owner = |pos: usize| -> Option<usize> {
         let i = by_start.partition_point(|&(start, _, _)| start <= pos);
@@ -144,7 +155,10 @@ pub(crate) fn prepare(path: &VaultPath, text: &str, mtime: SystemTime, size: u64
         dedup_ci(&mut block.tags);
     }
 
-    let frontmatter = page.frontmatter.clone().unwrap_or_else(|| serde_json::Value::Object(Default::default()));
+    let frontmatter = page
+        .frontmatter
+        .clone()
+        .unwrap_or_else(|| serde_json::Value::Object(Default::default()));
     let record = PageRecord {
         path: path.clone(),
         title: page.title.clone(),

@@ -186,7 +186,10 @@ pub struct Empty {}
 pub fn fit_to_budget<T: Serialize>(items: &[T], budget: usize) -> usize {
     let mut used = 0usize;
     for (i, item) in items.iter().enumerate() {
-        used += serde_json::to_vec(item).map(|v| v.len()).unwrap_or(usize::MAX / 2) + 1;
+        used += serde_json::to_vec(item)
+            .map(|v| v.len())
+            .unwrap_or(usize::MAX / 2)
+            + 1;
         if used > budget && i > 0 {
             return i;
         }

@@ -35,7 +35,12 @@ fn slug_lower(path: &str) -> String {
 
 impl Resolver {
     pub fn new(mut pages: Vec<PageRow>) -> Resolver {
-        pages.sort_by(|a, b| a.path.len().cmp(&b.path.len()).then_with(|| a.path.cmp(&b.path)));
+        pages.sort_by(|a, b| {
+            a.path
+                .len()
+                .cmp(&b.path.len())
+                .then_with(|| a.path.cmp(&b.path))
+        });
         let mut r = Resolver {
             by_path: HashMap::with_capacity(pages.len()),
             by_title: HashMap::with_capacity(pages.len()),

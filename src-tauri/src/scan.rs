@@ -61,7 +61,11 @@ fn list_files(app: &App) -> Vec<FileFacts> {
     walkdir::WalkDir::new(root)
         .follow_links(false)
         .into_iter()
-        .filter_entry(|e| e.depth() == 0 || !e.file_type().is_dir() || !e.file_name().to_string_lossy().starts_with('.'))
+        .filter_entry(|e| {
+            e.depth() == 0
+                || !e.file_type().is_dir()
+                || !e.file_name().to_string_lossy().starts_with('.')
+        })
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_file())
         .filter(|e| {
@@ -79,7 +83,12 @@ fn list_files(app: &App) -> Vec<FileFacts> {
         .filter_map(|e| {
             let path = VaultPath::from_abs(&app.vault, e.path()).ok()?;
             let meta = e.metadata().ok()?;
-            Some(FileFacts { path, abs: e.into_path(), mtime: meta.modified().ok()?, size: meta.len() })
+            Some(FileFacts {
+                path,
+                abs: e.into_path(),
+                mtime: meta.modified().ok()?,
+                size: meta.len(),
+            })
         })
         .collect()
 }
@@ -104,30 +113,56 @@ pub fn scan(app: &App, mode: ScanMode) -> KbResult<ScanReport> {
     scan_with_progress(app, mode, &|_, _| {})
 }
 
-pub fn scan_with_progress(app: &App, mode: ScanMode, progress: &(dyn Fn(usize, usize) + Sync)) -> KbResult<ScanReport> {
+pub fn scan_with_progress(
+    app: &App,
+    mode: ScanMode,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> KbResult<ScanReport> {
     let _exclusive = match mode {
-        ScanMode::Rebuild => Some(app.guard.exclusive(app.config.write_budget).ok_or_else(|| KbError::locked(5))?),
+        ScanMode::Rebuild => Some(
+            app.guard
+                .exclusive(app.config.write_budget)
+                .ok_or_else(|| KbError::locked(5))?,
+        ),
         ScanMode::Incremental => None,
     };
     let _shared = match mode {
-        ScanMode::Incremental => Some(app.guard.shared(app.config.write_budget).ok_or_else(|| KbError::locked(5))?),
+        ScanMode::Incremental => Some(
+            app.guard
+                .shared(app.config.write_budget)
+                .ok_or_else(|| KbError::locked(5))?,
+        ),
         ScanMode::Rebuild => None,
     };
     let files = list_files(app);
     let known = app.store.fingerprints().map_err(KbError::from)?;
-    let mut report = ScanReport { scanned: files.len(), ..Default::default() };
+    let mut report = ScanReport {
+        scanned: files.len(),
+        ..Default::default()
+    };
 
     let on_disk: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
-    let gone: Vec<String> = known.keys().filter(|p| !on_disk.contains(p.as_str())).cloned().collect();
+    let gone: Vec<String> = known
+        .keys()
+        .filter(|p| !on_disk.contains(p.as_str()))
+        .cloned()
+        .collect();
 
-    let lagging: HashSet<String> = app.store.index_lag().map_err(KbError::from)?.into_iter().collect();
+    let lagging: HashSet<String> = app
+        .store
+        .index_lag()
+        .map_err(KbError::from)?
+        .into_iter()
+        .collect();
     let todo: Vec<&FileFacts> = files
         .iter()
         .filter(|f| {
             mode == ScanMode::Rebuild
                 || lagging.contains(f.path.as_str())
                 || match known.get(f.path.as_str()) {
-                    Some((mtime, size, _)) => *mtime != pkm_core::time::to_nanos(f.mtime) || *size != f.size,
+                    Some((mtime, size, _)) => {
+                        *mtime != pkm_core::time::to_nanos(f.mtime) || *size != f.size
+                    }
                     None => true,
                 }
         })
@@ -155,7 +190,12 @@ pub fn scan_with_progress(app: &App, mode: ScanMode, progress: &(dyn Fn(usize, u
 
     // Notes whose files are gone, and lagging notes whose files are gone, leave store and index.
     let mut dropped: Vec<&str> = gone.iter().map(String::as_str).collect();
-    dropped.extend(lagging.iter().map(String::as_str).filter(|p| !on_disk.contains(p)));
+    dropped.extend(
+        lagging
+            .iter()
+            .map(String::as_str)
+            .filter(|p| !on_disk.contains(p)),
+    );
     if !dropped.is_empty() {
         let _w = app.write_lock.lock();
         app.store.mark_index_lag(&dropped).map_err(KbError::from)?;
@@ -168,7 +208,9 @@ pub fn scan_with_progress(app: &App, mode: ScanMode, progress: &(dyn Fn(usize, u
         report.removed = gone.len();
     }
     app.pages_changed();
-    app.store.set_meta("last_indexed_at", &pkm_core::time::now_rfc3339()).map_err(KbError::from)?;
+    app.store
+        .set_meta("last_indexed_at", &pkm_core::time::now_rfc3339())
+        .map_err(KbError::from)?;
     Ok(report)
 }
 
@@ -186,10 +228,17 @@ fn apply_chunk(
     let mut batch: Vec<Prepared> = Vec::with_capacity(prepared.len());
     for (facts, read) in prepared {
         let now = std::fs::metadata(&facts.abs).ok();
-        let moved = now.as_ref().is_some_and(|m| m.len() != facts.size || m.modified().ok() != Some(facts.mtime));
+        let moved = now
+            .as_ref()
+            .is_some_and(|m| m.len() != facts.size || m.modified().ok() != Some(facts.mtime));
         let read = if moved {
             match now.and_then(|m| m.modified().ok().map(|t| (t, m.len()))) {
-                Some((mtime, size)) => read_and_prepare(&FileFacts { mtime, size, path: facts.path.clone(), abs: facts.abs.clone() }),
+                Some((mtime, size)) => read_and_prepare(&FileFacts {
+                    mtime,
+                    size,
+                    path: facts.path.clone(),
+                    abs: facts.abs.clone(),
+                }),
                 None => continue,
             }
         } else {
@@ -202,9 +251,16 @@ fn apply_chunk(
             }
             Read::Ready(p) => {
                 // Same text, new mtime (a touch): refresh the fingerprint in the store only.
-                let same_text = known.get(facts.path.as_str()).is_some_and(|(_, _, h)| *h == p.record.hash);
-                if same_text && mode == ScanMode::Incremental && !lagging.contains(facts.path.as_str()) {
-                    app.store.save_page(&p.record, &p.blocks).map_err(KbError::from)?;
+                let same_text = known
+                    .get(facts.path.as_str())
+                    .is_some_and(|(_, _, h)| *h == p.record.hash);
+                if same_text
+                    && mode == ScanMode::Incremental
+                    && !lagging.contains(facts.path.as_str())
+                {
+                    app.store
+                        .save_page(&p.record, &p.blocks)
+                        .map_err(KbError::from)?;
                 } else {
                     batch.push(*p);
                 }
@@ -218,11 +274,15 @@ fn apply_chunk(
     // the next scan re-indexes it, so the store can never be ahead of the index unnoticed.
     let paths: Vec<&str> = batch.iter().map(|p| p.record.path.as_str()).collect();
     app.store.mark_index_lag(&paths).map_err(KbError::from)?;
-    let rows: Vec<(pkm_block::PageRecord, Vec<pkm_block::NewBlock>)> =
-        batch.iter().map(|p| (p.record.clone(), p.blocks.clone())).collect();
+    let rows: Vec<(pkm_block::PageRecord, Vec<pkm_block::NewBlock>)> = batch
+        .iter()
+        .map(|p| (p.record.clone(), p.blocks.clone()))
+        .collect();
     let ids = app.store.save_pages(&rows).map_err(KbError::from)?;
     for (p, ids) in batch.iter().zip(&ids) {
-        app.index.replace_page(p.record.path.as_str(), &p.index_docs(ids)).map_err(KbError::from)?;
+        app.index
+            .replace_page(p.record.path.as_str(), &p.index_docs(ids))
+            .map_err(KbError::from)?;
     }
     app.index.commit().map_err(KbError::from)?;
     app.store.clear_index_lag(&paths).map_err(KbError::from)?;
@@ -232,7 +292,10 @@ fn apply_chunk(
 /// Brings one note's store and index entries up to date with its file (or drops them when the
 /// file is gone). Used for a stale read and by the watcher. Returns whether anything changed.
 pub fn sync_one(app: &App, path: &VaultPath) -> KbResult<bool> {
-    let _shared = app.guard.shared(app.config.write_budget).ok_or_else(|| KbError::locked(5))?;
+    let _shared = app
+        .guard
+        .shared(app.config.write_budget)
+        .ok_or_else(|| KbError::locked(5))?;
     let _w = app.write_lock.lock();
     let abs = app.vault.abs(path);
     let known = app.store.get_page(path).map_err(KbError::from)?;
@@ -242,16 +305,30 @@ pub fn sync_one(app: &App, path: &VaultPath) -> KbResult<bool> {
             if known.is_none() {
                 return Ok(false);
             }
-            app.store.mark_index_lag(&[path.as_str()]).map_err(KbError::from)?;
+            app.store
+                .mark_index_lag(&[path.as_str()])
+                .map_err(KbError::from)?;
             app.store.delete_page(path).map_err(KbError::from)?;
-            app.index.delete_page(path.as_str()).and_then(|_| app.index.commit()).map_err(KbError::from)?;
-            app.store.clear_index_lag(&[path.as_str()]).map_err(KbError::from)?;
+            app.index
+                .delete_page(path.as_str())
+                .and_then(|_| app.index.commit())
+                .map_err(KbError::from)?;
+            app.store
+                .clear_index_lag(&[path.as_str()])
+                .map_err(KbError::from)?;
             app.pages_changed();
             return Ok(true);
         }
     };
-    let mtime = meta.modified().map_err(|_| KbError::external("reading a note's mtime"))?;
-    let facts = FileFacts { path: path.clone(), abs, mtime, size: meta.len() };
+    let mtime = meta
+        .modified()
+        .map_err(|_| KbError::external("reading a note's mtime"))?;
+    let facts = FileFacts {
+        path: path.clone(),
+        abs,
+        mtime,
+        size: meta.len(),
+    };
     let p = match read_and_prepare(&facts) {
         Read::Ready(p) => p,
         Read::Skipped(why) => {
@@ -259,14 +336,33 @@ pub fn sync_one(app: &App, path: &VaultPath) -> KbResult<bool> {
             return Ok(false);
         }
     };
-    let lagging = app.store.index_lag().map_err(KbError::from)?.iter().any(|l| l == path.as_str());
-    if !lagging && known.as_ref().is_some_and(|k| k.hash == p.record.hash && k.mtime_ns == p.record.mtime_ns) {
+    let lagging = app
+        .store
+        .index_lag()
+        .map_err(KbError::from)?
+        .iter()
+        .any(|l| l == path.as_str());
+    if !lagging
+        && known
+            .as_ref()
+            .is_some_and(|k| k.hash == p.record.hash && k.mtime_ns == p.record.mtime_ns)
+    {
         return Ok(false);
     }
-    app.store.mark_index_lag(&[path.as_str()]).map_err(KbError::from)?;
-    let ids = app.store.save_page(&p.record, &p.blocks).map_err(KbError::from)?;
-    app.index.replace_page(path.as_str(), &p.index_docs(&ids)).and_then(|_| app.index.commit()).map_err(KbError::from)?;
-    app.store.clear_index_lag(&[path.as_str()]).map_err(KbError::from)?;
+    app.store
+        .mark_index_lag(&[path.as_str()])
+        .map_err(KbError::from)?;
+    let ids = app
+        .store
+        .save_page(&p.record, &p.blocks)
+        .map_err(KbError::from)?;
+    app.index
+        .replace_page(path.as_str(), &p.index_docs(&ids))
+        .and_then(|_| app.index.commit())
+        .map_err(KbError::from)?;
+    app.store
+        .clear_index_lag(&[path.as_str()])
+        .map_err(KbError::from)?;
     if known.is_none_or(|k| k.title != p.record.title || k.aliases != p.record.aliases) {
         app.pages_changed();
     }
@@ -277,8 +373,12 @@ pub fn sync_one(app: &App, path: &VaultPath) -> KbResult<bool> {
 mod tests {
     #[test]
     fn recognises_only_write_temp_files() {
-        assert!(super::is_write_temp(".note.md.0123456789abcdef0123456789abcdef.tmp"));
-        assert!(!super::is_write_temp("note.md.0123456789abcdef0123456789abcdef.tmp"));
+        assert!(super::is_write_temp(
+            ".note.md.0123456789abcdef0123456789abcdef.tmp"
+        ));
+        assert!(!super::is_write_temp(
+            "note.md.0123456789abcdef0123456789abcdef.tmp"
+        ));
         assert!(!super::is_write_temp(".note.md.tmp"));
         assert!(!super::is_write_temp(".hidden.md"));
     }

@@ -41,10 +41,12 @@ pub fn watch(app: &Arc<App>) -> KbResult<VaultWatcher> {
         tracing::error!(error = %e, "cannot start the file watcher");
         KbError::external("starting the file watcher")
     })?;
-    watcher.watch(app.vault().root(), RecursiveMode::Recursive).map_err(|e| {
-        tracing::error!(error = %e, "cannot watch the vault");
-        KbError::external("watching the vault")
-    })?;
+    watcher
+        .watch(app.vault().root(), RecursiveMode::Recursive)
+        .map_err(|e| {
+            tracing::error!(error = %e, "cannot watch the vault");
+            KbError::external("watching the vault")
+        })?;
     let app = Arc::clone(app);
     std::thread::Builder::new()
         .name("stratum-watcher".into())
@@ -59,7 +61,10 @@ fn classify(app: &App, path: &std::path::Path, kind: &EventKind) -> Option<Chang
     }
     let rel = path.strip_prefix(app.vault().root()).ok()?;
     // Anything under a dot-folder (.pkm, .git) or a dot-file (our temp files) is not a note.
-    if rel.components().any(|c| c.as_os_str().to_string_lossy().starts_with('.')) {
+    if rel
+        .components()
+        .any(|c| c.as_os_str().to_string_lossy().starts_with('.'))
+    {
         return None;
     }
     match VaultPath::from_abs(app.vault(), path) {
@@ -84,7 +89,8 @@ fn run(app: &App, rx: &Receiver<notify::Result<notify::Event>>) {
                 for p in &ev.paths {
                     match classify(app, p, &ev.kind) {
                         Some(Change::Note(n)) => {
-                            if notes.insert(n) {
+                            let fresh = notes.insert(n);
+                            if fresh {
                                 app.pending.fetch_add(1, Ordering::AcqRel);
                             }
                         }
@@ -107,10 +113,8 @@ fn run(app: &App, rx: &Receiver<notify::Result<notify::Event>>) {
             }
         }
         let count = notes.len() as u64;
-        if rescan {
-            if let Err(e) = scan::scan(app, ScanMode::Incremental) {
-                tracing::warn!(error = %e, "rescan after a folder change failed");
-            }
+        if rescan && let Err(e) = scan::scan(app, ScanMode::Incremental) {
+            tracing::warn!(error = %e, "rescan after a folder change failed");
         }
         for note in notes {
             apply(app, &note);
@@ -122,7 +126,10 @@ fn run(app: &App, rx: &Receiver<notify::Result<notify::Event>>) {
 /// Applies one note's change unless it is the echo of our own save.
 fn apply(app: &App, note: &VaultPath) {
     let abs: PathBuf = app.vault().abs(note);
-    let now = std::fs::read(&abs).ok().map(|b| sha256_hex(&b)).unwrap_or_default();
+    let now = std::fs::read(&abs)
+        .ok()
+        .map(|b| sha256_hex(&b))
+        .unwrap_or_default();
     {
         let mut own = app.own_saves.lock();
         if own.get(note.as_str()) == Some(&now) {

@@ -1,9 +1,10 @@
 //! The one write path (DESIGN.md "Write path"), used by every mutating command:
 //!
-//! validate → shared IndexingGuard (a rebuild excludes writers) → vault write lock →
-//! `expected_modified` check (mismatch = Conflict, zero mutation) → temp file in the same folder
-//! + fsync + rename + fsync of the folder → SQLite transaction → index commit (read-your-writes)
-//! → own-save record for the watcher → hooks, after the lock is released.
+//! validate, then the shared IndexingGuard (a rebuild excludes writers), the vault write lock,
+//! the `expected_modified` check (mismatch = Conflict, zero mutation), a temp file in the same
+//! folder with fsync, rename and fsync of the folder, the SQLite transaction, the index commit
+//! (read-your-writes), the own-save record for the watcher, and the hooks once the lock is
+//! released.
 //!
 //! If the transaction fails, the previous file (bytes and mtime) is put back, so the file and the
 //! store never disagree. An index failure leaves file and store correct and marks the index
@@ -50,7 +51,9 @@ pub(crate) struct Current {
 
 impl Current {
     pub fn text(&self) -> Option<&str> {
-        self.bytes.as_deref().and_then(|b| std::str::from_utf8(b).ok())
+        self.bytes
+            .as_deref()
+            .and_then(|b| std::str::from_utf8(b).ok())
     }
 }
 
@@ -89,10 +92,21 @@ impl App {
     /// Writes `bytes` to `abs` atomically: a temp file beside it, fsynced, renamed over it, and
     /// the folder fsynced. The new mtime is `exact` when given, else strictly after
     /// `not_before`, so that `modified_at` changes on every write even within one clock tick.
-    fn atomic_write(&self, abs: &Path, bytes: &[u8], not_before: Option<SystemTime>, exact: Option<SystemTime>) -> std::io::Result<SystemTime> {
-        let dir = abs.parent().ok_or_else(|| std::io::Error::other("note has no folder"))?;
+    fn atomic_write(
+        &self,
+        abs: &Path,
+        bytes: &[u8],
+        not_before: Option<SystemTime>,
+        exact: Option<SystemTime>,
+    ) -> std::io::Result<SystemTime> {
+        let dir = abs
+            .parent()
+            .ok_or_else(|| std::io::Error::other("note has no folder"))?;
         std::fs::create_dir_all(dir)?;
-        let name = abs.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = abs
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         // A dot-name: scans and listings never take a temp file for a note.
         let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
         let result = (|| {
@@ -129,7 +143,9 @@ impl App {
     fn restore(&self, path: &VaultPath, abs: &Path, before: &Current) {
         let outcome = match (&before.bytes, before.mtime) {
             (Some(bytes), mtime) => self.atomic_write(abs, bytes, None, mtime).map(|_| ()),
-            (None, _) => std::fs::remove_file(abs).and_then(|_| abs.parent().map(sync_dir).unwrap_or(Ok(()))),
+            (None, _) => {
+                std::fs::remove_file(abs).and_then(|_| abs.parent().map(sync_dir).unwrap_or(Ok(())))
+            }
         };
         if let Err(e) = outcome {
             tracing::error!(note = %path, error = %e, "could not restore the note after a failed save");
@@ -146,8 +162,10 @@ impl App {
         let expected = match expected_modified {
             None => None,
             Some(s) => Some(time::parse_rfc3339(s).ok_or_else(|| {
-                KbError::invalid(format!("expected_modified is not an RFC 3339 timestamp: {s:?}"))
-                    .with_hint("Pass the modified_at string a previous kb_get_page returned.")
+                KbError::invalid(format!(
+                    "expected_modified is not an RFC 3339 timestamp: {s:?}"
+                ))
+                .with_hint("Pass the modified_at string a previous kb_get_page returned.")
             })?),
         };
         let _shared = self
@@ -158,20 +176,31 @@ impl App {
         let abs = self.vault.abs(path);
 
         let current = match std::fs::read(&abs) {
-            Ok(bytes) => Current { mtime: std::fs::metadata(&abs).and_then(|m| m.modified()).ok(), bytes: Some(bytes) },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Current { bytes: None, mtime: None },
+            Ok(bytes) => Current {
+                mtime: std::fs::metadata(&abs).and_then(|m| m.modified()).ok(),
+                bytes: Some(bytes),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Current {
+                bytes: None,
+                mtime: None,
+            },
             Err(e) => return Err(io_error("reading the note", path, &e)),
         };
-        if let Some(exp) = expected {
-            if current.mtime != Some(exp) {
-                let shown = current.mtime.map(time::to_rfc3339).unwrap_or_else(|| "deleted".into());
-                return Err(KbError::new(
-                    ErrorKind::Conflict,
-                    format!("Note changed since {}: now {shown}", time::to_rfc3339(exp)),
-                )
-                .with_note(path.as_str())
-                .with_hint("Read it again with kb_get_page, merge, and write with the new modified_at."));
-            }
+        if let Some(exp) = expected
+            && current.mtime != Some(exp)
+        {
+            let shown = current
+                .mtime
+                .map(time::to_rfc3339)
+                .unwrap_or_else(|| "deleted".into());
+            return Err(KbError::new(
+                ErrorKind::Conflict,
+                format!("Note changed since {}: now {shown}", time::to_rfc3339(exp)),
+            )
+            .with_note(path.as_str())
+            .with_hint(
+                "Read it again with kb_get_page, merge, and write with the new modified_at.",
+            ));
         }
 
         let (change, extra) = f(&current)?;
@@ -180,13 +209,17 @@ impl App {
             Change::Write(text) => {
                 let mut prepared = prepare(path, &text, SystemTime::now(), text.len() as u64);
                 if let Some(why) = &prepared.frontmatter_error {
-                    return Err(KbError::invalid(format!("frontmatter is not valid YAML: {why}"))
-                        .with_note(path.as_str())
-                        .with_hint("Fix the YAML between the --- fences, or remove them."));
+                    return Err(
+                        KbError::invalid(format!("frontmatter is not valid YAML: {why}"))
+                            .with_note(path.as_str())
+                            .with_hint("Fix the YAML between the --- fences, or remove them."),
+                    );
                 }
                 // Marked before anything changes, cleared after the index commit: a crash in
                 // between leaves the note lagging, and the next scan re-indexes it.
-                self.store.mark_index_lag(&[path.as_str()]).map_err(KbError::from)?;
+                self.store
+                    .mark_index_lag(&[path.as_str()])
+                    .map_err(KbError::from)?;
                 let mtime = match self.atomic_write(&abs, text.as_bytes(), current.mtime, None) {
                     Ok(mtime) => mtime,
                     Err(e) => {
@@ -205,7 +238,11 @@ impl App {
                 let saved = self
                     .step(Step::StoreTransaction)
                     .map_err(|e| KbError::external(&format!("store transaction: {e}")))
-                    .and_then(|_| self.store.save_page(&prepared.record, &prepared.blocks).map_err(KbError::from));
+                    .and_then(|_| {
+                        self.store
+                            .save_page(&prepared.record, &prepared.blocks)
+                            .map_err(KbError::from)
+                    });
                 let ids = match saved {
                     Ok(ids) => ids,
                     Err(e) => {
@@ -217,7 +254,9 @@ impl App {
                             .with_hint("The note was left as it was before this call. Retry; if it persists, check the server log."));
                     }
                 };
-                let renamed = old_row.as_ref().is_none_or(|r| r.title != prepared.record.title || r.aliases != prepared.record.aliases);
+                let renamed = old_row.as_ref().is_none_or(|r| {
+                    r.title != prepared.record.title || r.aliases != prepared.record.aliases
+                });
                 if renamed {
                     self.pages_changed();
                 }
@@ -232,17 +271,26 @@ impl App {
                     });
                 match indexed {
                     Ok(()) => self.clear_lag(path),
-                    Err(e) => tracing::error!(note = %path, error = %e, "index refresh failed; the note lags the index until the next reindex"),
+                    Err(e) => {
+                        tracing::error!(note = %path, error = %e, "index refresh failed; the note lags the index until the next reindex")
+                    }
                 }
-                self.own_saves.lock().insert(path.as_str().to_owned(), prepared.record.hash.clone());
+                self.own_saves
+                    .lock()
+                    .insert(path.as_str().to_owned(), prepared.record.hash.clone());
                 Outcome::Written(Box::new(prepared), ids)
             }
             Change::Delete => {
                 if current.bytes.is_none() {
                     return Err(KbError::not_found(path.as_str()));
                 }
-                self.store.mark_index_lag(&[path.as_str()]).map_err(KbError::from)?;
-                if let Err(e) = self.step(Step::Remove).and_then(|_| std::fs::remove_file(&abs)) {
+                self.store
+                    .mark_index_lag(&[path.as_str()])
+                    .map_err(KbError::from)?;
+                if let Err(e) = self
+                    .step(Step::Remove)
+                    .and_then(|_| std::fs::remove_file(&abs))
+                {
                     self.clear_lag(path);
                     return Err(io_error("deleting the note", path, &e));
                 }
@@ -257,14 +305,23 @@ impl App {
                     tracing::error!(note = %path, error = %e, "store transaction failed; restoring the note");
                     self.restore(path, &abs, &current);
                     self.clear_lag(path);
-                    return Err(KbError::external("deleting the note from the store").with_note(path.as_str()));
+                    return Err(KbError::external("deleting the note from the store")
+                        .with_note(path.as_str()));
                 }
                 self.pages_changed();
-                match self.index.delete_page(path.as_str()).and_then(|_| self.index.commit()) {
+                match self
+                    .index
+                    .delete_page(path.as_str())
+                    .and_then(|_| self.index.commit())
+                {
                     Ok(()) => self.clear_lag(path),
-                    Err(e) => tracing::error!(note = %path, error = %e, "index refresh failed; the note lags the index until the next reindex"),
+                    Err(e) => {
+                        tracing::error!(note = %path, error = %e, "index refresh failed; the note lags the index until the next reindex")
+                    }
                 }
-                self.own_saves.lock().insert(path.as_str().to_owned(), String::new());
+                self.own_saves
+                    .lock()
+                    .insert(path.as_str().to_owned(), String::new());
                 Outcome::Deleted
             }
         };

@@ -1,5 +1,6 @@
 //! The command surface on real temp vaults: the example vault for hand-checked answers, and
 //! small vaults for the write path's guarantees.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers fail loudly by design
 
 use std::path::Path;
 use std::sync::Arc;
@@ -24,7 +25,10 @@ fn copy_dir(from: &Path, to: &Path) {
 
 fn example_vault() -> (tempfile::TempDir, Arc<App>) {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/vault"), dir.path());
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/vault"),
+        dir.path(),
+    );
     let app = open(dir.path());
     (dir, app)
 }
@@ -53,17 +57,27 @@ fn write_then_read_returns_the_exact_bytes() {
     let p = vp(&app, "deep/er/round.md");
     let written = page::save_page(&app, &p, text, None).unwrap();
     assert_eq!(written.content, text);
-    assert_eq!(std::fs::read_to_string(dir.path().join("deep/er/round.md")).unwrap(), text);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("deep/er/round.md")).unwrap(),
+        text
+    );
     let read = page::open_page(&app, &p).unwrap();
     assert_eq!(read.content, text);
     assert_eq!(read.title, "Round trip");
     assert_eq!(read.frontmatter["tags"][0], "a");
     assert_eq!(read.modified_at, written.modified_at);
-    assert!(read.links.iter().any(|l| l.target == "Other" && l.block_id.is_some()));
+    assert!(
+        read.links
+            .iter()
+            .any(|l| l.target == "Other" && l.block_id.is_some())
+    );
     // Writing back what was read changes nothing but modified_at.
     let again = page::save_page(&app, &p, &read.content, Some(&read.modified_at)).unwrap();
     assert_eq!(again.content, text);
-    assert_ne!(again.modified_at, read.modified_at, "modified_at changes on every write");
+    assert_ne!(
+        again.modified_at, read.modified_at,
+        "modified_at changes on every write"
+    );
 }
 
 #[test]
@@ -73,7 +87,11 @@ fn modified_at_is_distinct_on_every_write() {
     let mut seen = std::collections::HashSet::new();
     for i in 0..50 {
         let doc = page::save_page(&app, &p, &format!("v{i}"), None).unwrap();
-        assert!(seen.insert(doc.modified_at.clone()), "repeated modified_at {}", doc.modified_at);
+        assert!(
+            seen.insert(doc.modified_at.clone()),
+            "repeated modified_at {}",
+            doc.modified_at
+        );
     }
 }
 
@@ -86,14 +104,24 @@ fn conflict_leaves_file_store_and_index_untouched() {
     let err = page::save_page(&app, &p, "third walrus", Some(&first.modified_at)).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Conflict);
     assert_eq!(err.note_path.as_deref(), Some("c.md"));
-    assert_eq!(std::fs::read_to_string(dir.path().join("c.md")).unwrap(), "second giraffe");
-    assert_eq!(search::search_blocks(&app, "walrus", 10, 0).unwrap().total, 0);
-    assert_eq!(search::search_blocks(&app, "giraffe", 10, 0).unwrap().total, 1);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("c.md")).unwrap(),
+        "second giraffe"
+    );
+    assert_eq!(
+        search::search_blocks(&app, "walrus", 10, 0).unwrap().total,
+        0
+    );
+    assert_eq!(
+        search::search_blocks(&app, "giraffe", 10, 0).unwrap().total,
+        1
+    );
     let err = page::delete_page(&app, &p, Some(&first.modified_at)).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Conflict);
     assert!(dir.path().join("c.md").exists());
     // A guard on a note that does not exist is a conflict too: it changed (it is gone).
-    let err = page::save_page(&app, &vp(&app, "never.md"), "x", Some(&first.modified_at)).unwrap_err();
+    let err =
+        page::save_page(&app, &vp(&app, "never.md"), "x", Some(&first.modified_at)).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Conflict);
     assert!(!dir.path().join("never.md").exists());
     let err = page::save_page(&app, &p, "x", Some("not a time")).unwrap_err();
@@ -113,14 +141,28 @@ fn a_failing_store_transaction_restores_the_previous_note() {
     .unwrap();
     let err = page::save_page(&app, &p, "- FAIL", None).unwrap_err();
     assert_eq!(err.kind, ErrorKind::External);
-    assert!(!err.message.contains('/'), "no paths in messages: {}", err.message);
-    assert_eq!(std::fs::read_to_string(dir.path().join("keep.md")).unwrap(), "- safe content");
+    assert!(
+        !err.message.contains('/'),
+        "no paths in messages: {}",
+        err.message
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("keep.md")).unwrap(),
+        "- safe content"
+    );
     let now = page::open_page(&app, &p).unwrap();
-    assert_eq!(now.modified_at, before.modified_at, "the old mtime comes back too");
+    assert_eq!(
+        now.modified_at, before.modified_at,
+        "the old mtime comes back too"
+    );
     // A new note whose transaction fails does not stay behind either.
     assert!(page::save_page(&app, &vp(&app, "new.md"), "- FAIL", None).is_err());
     assert!(!dir.path().join("new.md").exists());
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).filter(|n| n.to_string_lossy().ends_with(".tmp")).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".tmp"))
+        .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
@@ -154,18 +196,31 @@ fn resolution_follows_path_title_alias_stem_case_insensitively() {
     let (_dir, app) = example_vault();
     let check = |target: &str, expect: Option<&str>| {
         let r = graph::resolve_link_target(&app, target).unwrap();
-        assert_eq!(r.resolved.as_ref().map(|p| p.path.as_str()), expect, "{target}");
+        assert_eq!(
+            r.resolved.as_ref().map(|p| p.path.as_str()),
+            expect,
+            "{target}"
+        );
         assert_eq!(r.unresolved, expect.is_none());
     };
-    check("DDIA", Some("reading/Designing Data-Intensive Applications.md"));
-    check("Compaction Design Doc", Some("projects/Stratum/Compaction Design.md"));
+    check(
+        "DDIA",
+        Some("reading/Designing Data-Intensive Applications.md"),
+    );
+    check(
+        "Compaction Design Doc",
+        Some("projects/Stratum/Compaction Design.md"),
+    );
     check("beacon", Some("projects/Beacon.md"));
     check("Beacon Dashboard", Some("projects/Beacon.md"));
     check("Stratum#Architecture", Some("projects/Stratum.md"));
     check("projects/Stratum|Stratum", Some("projects/Stratum.md"));
     check("projects/Stratum.md", Some("projects/Stratum.md"));
     check("Red Lentil Dal", Some("recipes/Weeknight Dal.md"));
-    check("Engineering Handbook", Some("areas/Engineering Practices.md"));
+    check(
+        "Engineering Handbook",
+        Some("areas/Engineering Practices.md"),
+    );
     check("Kubernetes Migration", None);
     check("Key", None); // only inside a code block
 }
@@ -174,15 +229,31 @@ fn resolution_follows_path_title_alias_stem_case_insensitively() {
 fn backlinks_on_the_example_vault() {
     let (_dir, app) = example_vault();
     let bl = search::get_page_backlinks(&app, &vp(&app, "projects/Stratum.md"), false).unwrap();
-    let sources: std::collections::HashSet<&str> = bl.backlinks.iter().map(|b| b.source_page.as_str()).collect();
-    for s in ["Home.md", "people/Ada Lovelace.md", "journal/2026-11-30.md", "projects/Beacon.md", "Reading List.md", "people/Team.md"] {
+    let sources: std::collections::HashSet<&str> = bl
+        .backlinks
+        .iter()
+        .map(|b| b.source_page.as_str())
+        .collect();
+    for s in [
+        "Home.md",
+        "people/Ada Lovelace.md",
+        "journal/2026-11-30.md",
+        "projects/Beacon.md",
+        "Reading List.md",
+        "people/Team.md",
+    ] {
         assert!(sources.contains(s), "{s} links to Stratum; got {sources:?}");
     }
     assert!(!sources.contains("projects/Stratum.md"));
-    assert!(bl.backlinks.iter().all(|b| b.is_linked && !b.source_id.is_empty() && !b.context.is_empty()));
+    assert!(
+        bl.backlinks
+            .iter()
+            .all(|b| b.is_linked && !b.source_id.is_empty() && !b.context.is_empty())
+    );
     let home = search::get_page_backlinks(&app, &vp(&app, "Home.md"), false).unwrap();
     assert!(home.backlinks.is_empty(), "{:?}", home.backlinks);
-    let with_mentions = search::get_page_backlinks(&app, &vp(&app, "projects/Stratum.md"), true).unwrap();
+    let with_mentions =
+        search::get_page_backlinks(&app, &vp(&app, "projects/Stratum.md"), true).unwrap();
     assert!(with_mentions.backlinks.len() >= bl.backlinks.len());
     let missing = search::get_page_backlinks(&app, &vp(&app, "nope.md"), true).unwrap_err();
     assert_eq!(missing.kind, ErrorKind::NotFound);
@@ -193,7 +264,11 @@ fn search_tags_autocomplete_graph_on_the_example_vault() {
     let (_dir, app) = example_vault();
     let r = search::search_blocks(&app, "compaction", 50, 0).unwrap();
     assert!(r.total > 0);
-    assert!(r.results.iter().any(|h| h.page_path == "projects/Stratum/Compaction Design.md"));
+    assert!(
+        r.results
+            .iter()
+            .any(|h| h.page_path == "projects/Stratum/Compaction Design.md")
+    );
     // Paging: every hit once.
     let all = search::search_blocks(&app, "stratum", 1000, 0).unwrap();
     let mut paged = Vec::new();
@@ -213,27 +288,51 @@ fn search_tags_autocomplete_graph_on_the_example_vault() {
     }
 
     let tagged = search::search_by_tag(&app, "#person", 100).unwrap();
-    let pages: std::collections::HashSet<&str> = tagged.results.iter().map(|h| h.page_path.as_str()).collect();
-    assert!(pages.contains("people/Ada Lovelace.md") && pages.contains("people/Sam Okafor.md"), "{pages:?}");
+    let pages: std::collections::HashSet<&str> = tagged
+        .results
+        .iter()
+        .map(|h| h.page_path.as_str())
+        .collect();
+    assert!(
+        pages.contains("people/Ada Lovelace.md") && pages.contains("people/Sam Okafor.md"),
+        "{pages:?}"
+    );
     assert!(!pages.contains("projects/Stratum.md"));
     let notatag = search::search_by_tag(&app, "notatag", 100).unwrap();
     assert_eq!(notatag.total, 0, "tags inside code blocks do not count");
 
     let ac = search::autocomplete(&app, "ada", search::CompleteKind::Page, 5).unwrap();
-    assert_eq!(ac.items.first().map(|i| i.text.as_str()), Some("Ada Lovelace"));
+    assert_eq!(
+        ac.items.first().map(|i| i.text.as_str()),
+        Some("Ada Lovelace")
+    );
     let ac = search::autocomplete(&app, "pers", search::CompleteKind::Tag, 5).unwrap();
     assert_eq!(ac.items.first().map(|i| i.text.as_str()), Some("person"));
     let ac = search::autocomplete(&app, "kubern", search::CompleteKind::Backlink, 5).unwrap();
-    assert_eq!(ac.items.first().map(|i| (i.text.as_str(), i.detail.as_str())), Some(("Kubernetes Migration", "unresolved")));
+    assert_eq!(
+        ac.items
+            .first()
+            .map(|i| (i.text.as_str(), i.detail.as_str())),
+        Some(("Kubernetes Migration", "unresolved"))
+    );
 
     let whole = graph::get_graph_data(&app, None, 2).unwrap();
     assert_eq!(whole.node_count, 40);
     assert_eq!(whole.edge_count, whole.edges.len());
     let near = graph::get_graph_data(&app, Some(&vp(&app, "recipes/Crème brûlée.md")), 1).unwrap();
     let ids: std::collections::HashSet<&str> = near.nodes.iter().map(|n| n.id.as_str()).collect();
-    assert!(ids.contains("recipes/Crème brûlée.md") && ids.contains("people/Ada Lovelace.md") && ids.contains("recipes/Pantry Staples.md"), "{ids:?}");
+    assert!(
+        ids.contains("recipes/Crème brûlée.md")
+            && ids.contains("people/Ada Lovelace.md")
+            && ids.contains("recipes/Pantry Staples.md"),
+        "{ids:?}"
+    );
     assert!(near.node_count < whole.node_count);
-    assert!(near.edges.iter().all(|e| ids.contains(e.source.as_str()) && ids.contains(e.target.as_str())));
+    assert!(
+        near.edges
+            .iter()
+            .all(|e| ids.contains(e.source.as_str()) && ids.contains(e.target.as_str()))
+    );
 }
 
 #[test]
@@ -244,13 +343,25 @@ fn tags_are_added_and_removed_with_minimal_edits() {
     page::save_page(&app, &p, text, None).unwrap();
     let r = page::add_tag(&app, &p, "new").unwrap();
     assert_eq!((r.applied, r.action, r.success), (1, "add", true));
-    assert_eq!(std::fs::read_to_string(dir.path().join("t.md")).unwrap(), "---\ntitle: T\ntags: [a, new]\n---\nBody #b and `#code`\n");
-    assert_eq!(page::add_tag(&app, &p, "b").unwrap().applied, 0, "an inline #b already tags the note");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("t.md")).unwrap(),
+        "---\ntitle: T\ntags: [a, new]\n---\nBody #b and `#code`\n"
+    );
+    assert_eq!(
+        page::add_tag(&app, &p, "b").unwrap().applied,
+        0,
+        "an inline #b already tags the note"
+    );
     let r = page::remove_tag(&app, &p, "b").unwrap();
     assert_eq!(r.applied, 1);
     assert_eq!(page::remove_tag(&app, &p, "absent").unwrap().applied, 0);
     assert_eq!(search::search_by_tag(&app, "new", 10).unwrap().total, 1);
-    assert_eq!(page::add_tag(&app, &vp(&app, "missing.md"), "x").unwrap_err().kind, ErrorKind::NotFound);
+    assert_eq!(
+        page::add_tag(&app, &vp(&app, "missing.md"), "x")
+            .unwrap_err()
+            .kind,
+        ErrorKind::NotFound
+    );
 }
 
 #[test]
@@ -260,9 +371,18 @@ fn delete_removes_file_store_and_index() {
     page::save_page(&app, &p, "ephemeral marmot", None).unwrap();
     page::delete_page(&app, &p, None).unwrap();
     assert!(!dir.path().join("gone.md").exists());
-    assert_eq!(search::search_blocks(&app, "marmot", 10, 0).unwrap().total, 0);
-    assert_eq!(page::open_page(&app, &p).unwrap_err().kind, ErrorKind::NotFound);
-    assert_eq!(page::delete_page(&app, &p, None).unwrap_err().kind, ErrorKind::NotFound);
+    assert_eq!(
+        search::search_blocks(&app, "marmot", 10, 0).unwrap().total,
+        0
+    );
+    assert_eq!(
+        page::open_page(&app, &p).unwrap_err().kind,
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        page::delete_page(&app, &p, None).unwrap_err().kind,
+        ErrorKind::NotFound
+    );
 }
 
 #[test]
@@ -274,11 +394,21 @@ fn incremental_scan_picks_up_external_edits_and_deletions() {
     std::fs::write(dir.path().join("bad.md"), [0xff, 0xfe, 0x00]).unwrap();
     let report = scan::scan(&app, ScanMode::Incremental).unwrap();
     assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
-    assert_eq!(search::search_blocks(&app, "aardvark", 10, 0).unwrap().total, 1);
+    assert_eq!(
+        search::search_blocks(&app, "aardvark", 10, 0)
+            .unwrap()
+            .total,
+        1
+    );
     std::fs::remove_file(dir.path().join("ext.md")).unwrap();
     let report = scan::scan(&app, ScanMode::Incremental).unwrap();
     assert_eq!(report.removed, 1);
-    assert_eq!(search::search_blocks(&app, "aardvark", 10, 0).unwrap().total, 0);
+    assert_eq!(
+        search::search_blocks(&app, "aardvark", 10, 0)
+            .unwrap()
+            .total,
+        0
+    );
     let status = search::index_status(&app).unwrap();
     assert!(status.index_fresh);
     assert_eq!(status.total_pages, status.indexed_pages);
@@ -289,11 +419,34 @@ fn block_ids_survive_unrelated_edits() {
     let (_dir, app) = empty_vault();
     let p = vp(&app, "ids.md");
     page::save_page(&app, &p, "- alpha unicorn\n- beta\n", None).unwrap();
-    let id = search::search_blocks(&app, "unicorn", 1, 0).unwrap().results[0].block_id.clone();
-    page::save_page(&app, &p, "- new first\n- alpha unicorn\n- beta changed\n", None).unwrap();
-    assert_eq!(search::search_blocks(&app, "unicorn", 1, 0).unwrap().results[0].block_id, id);
+    let id = search::search_blocks(&app, "unicorn", 1, 0)
+        .unwrap()
+        .results[0]
+        .block_id
+        .clone();
+    page::save_page(
+        &app,
+        &p,
+        "- new first\n- alpha unicorn\n- beta changed\n",
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        search::search_blocks(&app, "unicorn", 1, 0)
+            .unwrap()
+            .results[0]
+            .block_id,
+        id
+    );
     scan::scan(&app, ScanMode::Rebuild).unwrap();
-    assert_eq!(search::search_blocks(&app, "unicorn", 1, 0).unwrap().results[0].block_id, id, "a rebuild keeps ids");
+    assert_eq!(
+        search::search_blocks(&app, "unicorn", 1, 0)
+            .unwrap()
+            .results[0]
+            .block_id,
+        id,
+        "a rebuild keeps ids"
+    );
 }
 
 #[test]
@@ -320,9 +473,17 @@ fn sixteen_writers_and_sixteen_readers() {
             });
         }
     });
-    assert_eq!(search::search_blocks(&app, "quokka", 10, 0).unwrap().total, 160);
+    assert_eq!(
+        search::search_blocks(&app, "quokka", 10, 0).unwrap().total,
+        160
+    );
     assert_eq!(vault::get_vault_info(&app).unwrap().page_count, 160);
     for w in 0..16 {
-        assert_eq!(search::search_blocks(&app, &format!("writer{w}"), 20, 0).unwrap().total, 10);
+        assert_eq!(
+            search::search_blocks(&app, &format!("writer{w}"), 20, 0)
+                .unwrap()
+                .total,
+            10
+        );
     }
 }

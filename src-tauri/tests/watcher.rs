@@ -1,5 +1,6 @@
 //! External edits: the watcher applies files created, changed, renamed or deleted behind the
 //! server's back, and never mistakes another program's edit for the server's own save.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers fail loudly by design
 
 use std::path::Path;
 use std::sync::Arc;
@@ -21,7 +22,10 @@ fn open(root: &Path) -> Arc<App> {
 fn eventually(what: &str, f: impl Fn() -> bool) {
     let start = Instant::now();
     while !f() {
-        assert!(start.elapsed() < Duration::from_secs(10), "timed out waiting for: {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "timed out waiting for: {what}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -41,20 +45,32 @@ fn external_create_change_rename_delete_are_applied() {
     eventually("created note indexed", || hits(&app, "capybara") == 1);
 
     std::fs::write(dir.path().join("sub/ext.md"), "- external axolotl").unwrap();
-    eventually("changed note re-indexed", || hits(&app, "axolotl") == 1 && hits(&app, "capybara") == 0);
+    eventually("changed note re-indexed", || {
+        hits(&app, "axolotl") == 1 && hits(&app, "capybara") == 0
+    });
 
     std::fs::rename(dir.path().join("sub/ext.md"), dir.path().join("moved.md")).unwrap();
     eventually("renamed note moved", || {
-        search::search_blocks(&app, "axolotl", 10, 0).unwrap().results.iter().map(|h| h.page_path.clone()).collect::<Vec<_>>() == vec!["moved.md"]
+        search::search_blocks(&app, "axolotl", 10, 0)
+            .unwrap()
+            .results
+            .iter()
+            .map(|h| h.page_path.clone())
+            .collect::<Vec<_>>()
+            == vec!["moved.md"]
     });
 
     std::fs::rename(dir.path().join("sub"), dir.path().join("sub2")).unwrap();
     std::fs::write(dir.path().join("sub2/inner.md"), "- folder okapi").unwrap();
-    eventually("note in a renamed folder indexed", || hits(&app, "okapi") == 1);
+    eventually("note in a renamed folder indexed", || {
+        hits(&app, "okapi") == 1
+    });
 
     std::fs::remove_file(dir.path().join("moved.md")).unwrap();
     eventually("deleted note dropped", || hits(&app, "axolotl") == 0);
-    eventually("fresh once applied", || search::index_status(&app).unwrap().index_fresh);
+    eventually("fresh once applied", || {
+        search::index_status(&app).unwrap().index_fresh
+    });
 
     // Temp files and dot-folders are never notes.
     std::fs::write(dir.path().join(".hidden.md"), "- hidden narwhal").unwrap();

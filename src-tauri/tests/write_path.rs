@@ -1,6 +1,7 @@
 //! The write path under failure and contention: a failure injected at every step of a save or a
 //! delete leaves the note as it was before or as it is after, never anything else, with the
 //! store intact; a rebuild excludes writers with VaultLocked while reads go on; hooks fire.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers fail loudly by design
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,11 +23,16 @@ fn open(root: &Path, config: AppConfig) -> Arc<App> {
 
 fn integrity_ok(root: &Path) -> bool {
     let conn = rusqlite::Connection::open(root.join(".pkm/blocks.db")).unwrap();
-    conn.query_row("PRAGMA integrity_check", [], |r| r.get::<_, String>(0)).unwrap() == "ok"
+    conn.query_row("PRAGMA integrity_check", [], |r| r.get::<_, String>(0))
+        .unwrap()
+        == "ok"
 }
 
 fn temp_files(root: &Path) -> Vec<String> {
-    walkdir(root).into_iter().filter(|n| n.ends_with(".tmp")).collect()
+    walkdir(root)
+        .into_iter()
+        .filter(|n| n.ends_with(".tmp"))
+        .collect()
 }
 
 fn walkdir(root: &Path) -> Vec<String> {
@@ -50,7 +56,9 @@ fn fail_at(app: &App, k: usize) -> Arc<AtomicUsize> {
     let counter = Arc::clone(&seen);
     app.set_fault_injector(Some(Arc::new(move |step: Step| {
         if counter.fetch_add(1, Ordering::SeqCst) == k {
-            Err(std::io::Error::other(format!("injected failure at {step:?}")))
+            Err(std::io::Error::other(format!(
+                "injected failure at {step:?}"
+            )))
         } else {
             Ok(())
         }
@@ -77,31 +85,61 @@ fn a_failure_at_any_step_of_a_save_leaves_before_or_after() {
             Ok(_) => {
                 assert_eq!(on_disk, "- after flamingo", "k={k}");
                 if status.index_fresh {
-                    assert_eq!(search::search_blocks(&app, "flamingo", 5, 0).unwrap().total, 1, "k={k}");
+                    assert_eq!(
+                        search::search_blocks(&app, "flamingo", 5, 0).unwrap().total,
+                        1,
+                        "k={k}"
+                    );
                 }
             }
             Err(e) => {
                 failures_seen += 1;
                 assert_eq!(e.kind, ErrorKind::External, "k={k}: {e:?}");
-                assert_eq!(on_disk, "- before pelican", "k={k}: the previous note is intact");
+                assert_eq!(
+                    on_disk, "- before pelican",
+                    "k={k}: the previous note is intact"
+                );
                 let now = page::open_page(&app, &p).unwrap();
                 assert_eq!(now.modified_at, before.modified_at, "k={k}");
-                assert_eq!(search::search_blocks(&app, "flamingo", 5, 0).unwrap().total, 0, "k={k}");
-                assert_eq!(search::search_blocks(&app, "pelican", 5, 0).unwrap().total, 1, "k={k}");
+                assert_eq!(
+                    search::search_blocks(&app, "flamingo", 5, 0).unwrap().total,
+                    0,
+                    "k={k}"
+                );
+                assert_eq!(
+                    search::search_blocks(&app, "pelican", 5, 0).unwrap().total,
+                    1,
+                    "k={k}"
+                );
             }
         }
         assert!(integrity_ok(dir.path()), "k={k}");
-        assert!(temp_files(dir.path()).is_empty(), "k={k}: {:?}", temp_files(dir.path()));
+        assert!(
+            temp_files(dir.path()).is_empty(),
+            "k={k}: {:?}",
+            temp_files(dir.path())
+        );
         // Whatever happened, a reindex brings everything into agreement with the file.
         scan::scan(&app, ScanMode::Incremental).unwrap();
         assert!(search::index_status(&app).unwrap().index_fresh, "k={k}");
-        let word = if on_disk.contains("flamingo") { "flamingo" } else { "pelican" };
-        assert_eq!(search::search_blocks(&app, word, 5, 0).unwrap().total, 1, "k={k}");
+        let word = if on_disk.contains("flamingo") {
+            "flamingo"
+        } else {
+            "pelican"
+        };
+        assert_eq!(
+            search::search_blocks(&app, word, 5, 0).unwrap().total,
+            1,
+            "k={k}"
+        );
         if steps <= k {
             break; // the save completed without reaching step k: every step has been tried
         }
     }
-    assert!(failures_seen >= 5, "the sweep reached the file and store steps ({failures_seen})");
+    assert!(
+        failures_seen >= 5,
+        "the sweep reached the file and store steps ({failures_seen})"
+    );
 }
 
 #[test]
@@ -117,7 +155,10 @@ fn a_failure_at_any_step_of_a_delete_leaves_before_or_after() {
         let exists = dir.path().join("d.md").exists();
         assert_eq!(exists, result.is_err(), "k={k}: {result:?}");
         if exists {
-            assert_eq!(std::fs::read_to_string(dir.path().join("d.md")).unwrap(), "- doomed heron");
+            assert_eq!(
+                std::fs::read_to_string(dir.path().join("d.md")).unwrap(),
+                "- doomed heron"
+            );
             assert!(page::open_page(&app, &p).is_ok());
         }
         assert!(integrity_ok(dir.path()), "k={k}");
@@ -130,17 +171,35 @@ fn a_failure_at_any_step_of_a_delete_leaves_before_or_after() {
 #[test]
 fn a_rebuild_excludes_writers_with_vault_locked_while_reads_go_on() {
     let dir = tempfile::tempdir().unwrap();
-    let app = open(dir.path(), AppConfig { write_budget: Duration::from_millis(100), ..AppConfig::default() });
+    let app = open(
+        dir.path(),
+        AppConfig {
+            write_budget: Duration::from_millis(100),
+            ..AppConfig::default()
+        },
+    );
     let p = VaultPath::parse(app.vault(), "r.md").unwrap();
     page::save_page(&app, &p, "- readable ibis", None).unwrap();
-    let held = app.indexing_guard().exclusive(Duration::from_secs(1)).unwrap();
+    let held = app
+        .indexing_guard()
+        .exclusive(Duration::from_secs(1))
+        .unwrap();
     let err = page::save_page(&app, &p, "- blocked", None).unwrap_err();
     assert_eq!(err.kind, ErrorKind::VaultLocked);
     assert!(err.retry_after_seconds.unwrap_or(0) >= 1);
-    assert_eq!(page::add_tag(&app, &p, "x").unwrap_err().kind, ErrorKind::VaultLocked);
-    assert_eq!(page::open_page(&app, &p).unwrap().content, "- readable ibis");
+    assert_eq!(
+        page::add_tag(&app, &p, "x").unwrap_err().kind,
+        ErrorKind::VaultLocked
+    );
+    assert_eq!(
+        page::open_page(&app, &p).unwrap().content,
+        "- readable ibis"
+    );
     assert_eq!(search::search_blocks(&app, "ibis", 5, 0).unwrap().total, 1);
-    assert!(!search::index_status(&app).unwrap().index_fresh, "a running rebuild means not fresh");
+    assert!(
+        !search::index_status(&app).unwrap().index_fresh,
+        "a running rebuild means not fresh"
+    );
     drop(held);
     page::save_page(&app, &p, "- unblocked", None).unwrap();
 }
@@ -153,7 +212,10 @@ impl SaveHooks for Recorder {
         self.0.lock().unwrap().push(format!("save {path}"));
     }
     fn on_link(&self, path: &str, targets: &[String]) {
-        self.0.lock().unwrap().push(format!("link {path} {}", targets.join(",")));
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("link {path} {}", targets.join(",")));
     }
     fn on_delete(&self, path: &str) {
         self.0.lock().unwrap().push(format!("delete {path}"));
@@ -172,7 +234,17 @@ fn hooks_fire_after_each_successful_write_only() {
     page::add_tag(&app, &p, "t").unwrap();
     page::delete_page(&app, &p, None).unwrap();
     let log = rec.0.lock().unwrap().clone();
-    assert_eq!(log, vec!["save h.md", "link h.md A,B", "save h.md", "link h.md A,B", "delete h.md"], "{doc:?}");
+    assert_eq!(
+        log,
+        vec![
+            "save h.md",
+            "link h.md A,B",
+            "save h.md",
+            "link h.md A,B",
+            "delete h.md"
+        ],
+        "{doc:?}"
+    );
 }
 
 #[test]
@@ -181,5 +253,9 @@ fn a_second_app_on_the_same_vault_is_refused() {
     let _first = open(dir.path(), AppConfig::default());
     let second = App::open(Vault::open(dir.path()).unwrap(), AppConfig::default());
     let err = second.err().expect("the vault lock is held");
-    assert!(err.message.contains("another stratum-mcp process"), "{}", err.message);
+    assert!(
+        err.message.contains("another stratum-mcp process"),
+        "{}",
+        err.message
+    );
 }

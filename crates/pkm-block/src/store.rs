@@ -311,6 +311,10 @@ impl BlockStore {
 
     /// How many notes' index entries may be behind.
     pub fn index_lag_count(&self) -> Result<u64, StoreError> {
-        self.read(|c| Ok(c.prepare_cached("SELECT COUNT(*) FROM index_lag")?.query_row([], |r| r.get::<_, i64>(0))?.max(0) as u64))
+        self.read(|c| {
+            Ok(c.prepare_cached("SELECT COUNT(*) FROM index_lag")?
+                .query_row([], |r| r.get::<_, i64>(0))?
+                .max(0) as u64)
+        })
     }
 }

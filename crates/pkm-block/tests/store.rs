@@ -1028,7 +1028,11 @@ fn index_lag_is_durable_until_cleared() {
         assert_eq!(store.index_lag().unwrap(), vec!["a.md", "b.md"]);
     }
     let store = BlockStore::open(&db).unwrap();
-    assert_eq!(store.index_lag_count().unwrap(), 2, "survives a reopen (a crash)");
+    assert_eq!(
+        store.index_lag_count().unwrap(),
+        2,
+        "survives a reopen (a crash)"
+    );
     store.clear_index_lag(&["a.md", "zzz.md"]).unwrap();
     assert_eq!(store.index_lag().unwrap(), vec!["b.md"]);
 }

@@ -51,7 +51,13 @@ pub type KbResult<T> = Result<T, KbError>;
 
 impl KbError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        KbError { kind, message: message.into(), hint: None, note_path: None, retry_after_seconds: None }
+        KbError {
+            kind,
+            message: message.into(),
+            hint: None,
+            note_path: None,
+            retry_after_seconds: None,
+        }
     }
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidArgs, message)
@@ -59,19 +65,26 @@ impl KbError {
     pub fn not_found(note_path: &str) -> Self {
         Self::new(ErrorKind::NotFound, format!("Note not found: {note_path}"))
             .with_note(note_path)
-            .with_hint("Create it with kb_write_page, or check the path (kb_list_pages lists the notes).")
+            .with_hint(
+                "Create it with kb_write_page, or check the path (kb_list_pages lists the notes).",
+            )
     }
     /// A failure of the store, index or filesystem. The cause is logged by the caller; the message
     /// stays generic so that no internals reach a client.
     pub fn external(what: &str) -> Self {
-        Self::new(ErrorKind::External, format!("{what} failed")).with_hint("Retry; if it persists, check the server log.")
+        Self::new(ErrorKind::External, format!("{what} failed"))
+            .with_hint("Retry; if it persists, check the server log.")
     }
     pub fn internal(what: &str) -> Self {
-        Self::new(ErrorKind::Internal, format!("internal error: {what}")).with_hint("Check the server log.")
+        Self::new(ErrorKind::Internal, format!("internal error: {what}"))
+            .with_hint("Check the server log.")
     }
     pub fn locked(retry_after_seconds: u64) -> Self {
-        let mut e = Self::new(ErrorKind::VaultLocked, "The index is being rebuilt; the vault is locked for writing")
-            .with_hint("Retry after the indicated number of seconds.");
+        let mut e = Self::new(
+            ErrorKind::VaultLocked,
+            "The index is being rebuilt; the vault is locked for writing",
+        )
+        .with_hint("Retry after the indicated number of seconds.");
         e.retry_after_seconds = Some(retry_after_seconds.max(1));
         e
     }

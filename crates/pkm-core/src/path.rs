@@ -109,7 +109,9 @@ impl VaultPath {
 
     /// Builds the path of a file found under the vault root during a scan.
     pub fn from_abs(vault: &Vault, abs: &Path) -> Result<VaultPath, PathError> {
-        let rel = abs.strip_prefix(vault.root()).map_err(|_| PathError::Escapes)?;
+        let rel = abs
+            .strip_prefix(vault.root())
+            .map_err(|_| PathError::Escapes)?;
         let mut s = String::new();
         for (i, c) in rel.components().enumerate() {
             let std::path::Component::Normal(part) = c else {
@@ -146,7 +148,11 @@ impl VaultPath {
 
 /// A note path without its `.md` extension (any case); other strings unchanged.
 pub fn slug_of(path: &str) -> &str {
-    match path.len().checked_sub(3).and_then(|i| path.get(i..).map(|ext| (i, ext))) {
+    match path
+        .len()
+        .checked_sub(3)
+        .and_then(|i| path.get(i..).map(|ext| (i, ext)))
+    {
         Some((i, ext)) if ext.eq_ignore_ascii_case(".md") => path.get(..i).unwrap_or(path),
         _ => path,
     }
@@ -164,7 +170,11 @@ mod tests {
 
     fn check(input: &str, expect: Result<&str, PathError>) {
         let got = VaultPath::lexical(input);
-        assert_eq!(got.as_ref().map(|p| p.as_str()).map_err(Clone::clone), expect, "{input:?}");
+        assert_eq!(
+            got.as_ref().map(|p| p.as_str()).map_err(Clone::clone),
+            expect,
+            "{input:?}"
+        );
     }
 
     #[test]
@@ -211,25 +221,57 @@ mod tests {
         std::fs::create_dir(dir.path().join("inside")).unwrap();
         std::fs::write(dir.path().join("inside/ok.md"), "ok").unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
-        std::os::unix::fs::symlink(outside.path().join("secret.md"), dir.path().join("leak.md")).unwrap();
-        std::os::unix::fs::symlink(outside.path().join("nope.md"), dir.path().join("dangling.md")).unwrap();
-        std::os::unix::fs::symlink(dir.path().join("inside/ok.md"), dir.path().join("alias.md")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.md"), dir.path().join("leak.md"))
+            .unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("nope.md"),
+            dir.path().join("dangling.md"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(dir.path().join("inside/ok.md"), dir.path().join("alias.md"))
+            .unwrap();
 
-        assert_eq!(VaultPath::parse(&vault, "inside/ok.md").unwrap().as_str(), "inside/ok.md");
-        assert_eq!(VaultPath::parse(&vault, "inside/new/deeper.md").unwrap().as_str(), "inside/new/deeper.md");
-        assert_eq!(VaultPath::parse(&vault, "alias.md").unwrap().as_str(), "alias.md");
-        assert_eq!(VaultPath::parse(&vault, "out/secret.md"), Err(PathError::Escapes));
-        assert_eq!(VaultPath::parse(&vault, "out/new.md"), Err(PathError::Escapes));
+        assert_eq!(
+            VaultPath::parse(&vault, "inside/ok.md").unwrap().as_str(),
+            "inside/ok.md"
+        );
+        assert_eq!(
+            VaultPath::parse(&vault, "inside/new/deeper.md")
+                .unwrap()
+                .as_str(),
+            "inside/new/deeper.md"
+        );
+        assert_eq!(
+            VaultPath::parse(&vault, "alias.md").unwrap().as_str(),
+            "alias.md"
+        );
+        assert_eq!(
+            VaultPath::parse(&vault, "out/secret.md"),
+            Err(PathError::Escapes)
+        );
+        assert_eq!(
+            VaultPath::parse(&vault, "out/new.md"),
+            Err(PathError::Escapes)
+        );
         assert_eq!(VaultPath::parse(&vault, "leak.md"), Err(PathError::Escapes));
-        assert_eq!(VaultPath::parse(&vault, "dangling.md"), Err(PathError::Escapes));
+        assert_eq!(
+            VaultPath::parse(&vault, "dangling.md"),
+            Err(PathError::Escapes)
+        );
     }
 
     #[test]
     fn open_rejects_missing_and_files() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(matches!(Vault::open(&dir.path().join("nope")), Err(crate::VaultError::Missing(_))));
+        assert!(matches!(
+            Vault::open(&dir.path().join("nope")),
+            Err(crate::VaultError::Missing(_))
+        ));
         std::fs::write(dir.path().join("f"), "").unwrap();
-        assert!(matches!(Vault::open(&dir.path().join("f")), Err(crate::VaultError::NotADirectory(_))));
+        assert!(matches!(
+            Vault::open(&dir.path().join("f")),
+            Err(crate::VaultError::NotADirectory(_))
+        ));
         let v = Vault::open(dir.path()).unwrap();
         assert!(v.pkm_dir().is_dir());
     }

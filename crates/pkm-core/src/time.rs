@@ -22,7 +22,9 @@ pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
 
 /// Nanoseconds since the epoch, for storage; 0 for times before it.
 pub fn to_nanos(t: SystemTime) -> i64 {
-    t.duration_since(UNIX_EPOCH).map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)).unwrap_or(0)
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
 }
 
 pub fn from_nanos(n: i64) -> SystemTime {
@@ -43,7 +45,10 @@ mod tests {
         let s = to_rfc3339(t);
         assert_eq!(s, "2025-09-19T08:00:00.123456789Z");
         assert_eq!(parse_rfc3339(&s), Some(t));
-        assert_eq!(parse_rfc3339("2025-09-19T10:00:00.123456789+02:00"), Some(t));
+        assert_eq!(
+            parse_rfc3339("2025-09-19T10:00:00.123456789+02:00"),
+            Some(t)
+        );
         assert_eq!(from_nanos(to_nanos(t)), t);
     }
 

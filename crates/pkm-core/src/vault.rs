@@ -46,10 +46,13 @@ impl Vault {
             return Err(VaultError::NotADirectory(shown));
         }
         std::fs::read_dir(path).map_err(|e| VaultError::Unreadable(shown.clone(), e))?;
-        let root = path.canonicalize().map_err(|e| VaultError::Unreadable(shown.clone(), e))?;
+        let root = path
+            .canonicalize()
+            .map_err(|e| VaultError::Unreadable(shown.clone(), e))?;
         let vault = Vault { root };
         let pkm = vault.pkm_dir();
-        std::fs::create_dir_all(&pkm).map_err(|e| VaultError::CannotCreateState(pkm.display().to_string(), e))?;
+        std::fs::create_dir_all(&pkm)
+            .map_err(|e| VaultError::CannotCreateState(pkm.display().to_string(), e))?;
         Ok(vault)
     }
 

@@ -375,12 +375,12 @@ impl Builder<'_> {
                 // A less indented line ends the item, and the fence with it.
                 st.fence = None;
             }
-            if !lines::is_thematic_break(after) {
-                if let Some(b) = lines::bullet(after, cols) {
-                    self.close_items_deeper_than(cols);
-                    self.start_item(l, cols, ibytes, b);
-                    return;
-                }
+            if !lines::is_thematic_break(after)
+                && let Some(b) = lines::bullet(after, cols)
+            {
+                self.close_items_deeper_than(cols);
+                self.start_item(l, cols, ibytes, b);
+                return;
             }
             let Some((_, st)) = self.top_item() else {
                 return;
@@ -475,19 +475,20 @@ impl Builder<'_> {
                 }
                 let (cols, ibytes) = lines::indent(s);
                 let after = s.get(ibytes..).unwrap_or_default();
-                if cols <= 3 && kind == LeafKind::Paragraph {
-                    if let Some(level) = lines::setext_underline(after) {
-                        let first = leaf.lines.first().map_or(l.start, |f| f.start);
-                        let title = leaf
-                            .lines
-                            .iter()
-                            .map(|x| self.text.get(x.start..x.end).unwrap_or_default().trim())
-                            .collect::<Vec<_>>()
-                            .join(" ");
-                        self.leaf = None;
-                        self.heading(first..l.end, level, title);
-                        return true;
-                    }
+                if cols <= 3
+                    && kind == LeafKind::Paragraph
+                    && let Some(level) = lines::setext_underline(after)
+                {
+                    let first = leaf.lines.first().map_or(l.start, |f| f.start);
+                    let title = leaf
+                        .lines
+                        .iter()
+                        .map(|x| self.text.get(x.start..x.end).unwrap_or_default().trim())
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    self.leaf = None;
+                    self.heading(first..l.end, level, title);
+                    return true;
                 }
                 let starts_block = cols <= 3
                     && (lines::atx_heading(after).is_some()
@@ -639,12 +640,13 @@ impl Builder<'_> {
             }
             return;
         }
-        if st.props_open && st.pending_blanks == 0 {
-            if let Some((k, v)) = lines::property(line) {
-                apply_property(block, k, v);
-                st.lazy_ok = true;
-                return;
-            }
+        if st.props_open
+            && st.pending_blanks == 0
+            && let Some((k, v)) = lines::property(line)
+        {
+            apply_property(block, k, v);
+            st.lazy_ok = true;
+            return;
         }
         st.props_open = false;
         push_content(block, st, line);
@@ -754,12 +756,14 @@ fn first_line(block: &mut Block, st: &mut ItemState, rest: &str) {
     block.heading_level = heading;
     block.marker = marker;
     block.priority = priority;
-    if heading.is_none() && marker.is_none() && priority.is_none() {
-        if let Some((k, v)) = lines::property(rest) {
-            apply_property(block, k, v);
-            st.lazy_ok = true;
-            return;
-        }
+    if heading.is_none()
+        && marker.is_none()
+        && priority.is_none()
+        && let Some((k, v)) = lines::property(rest)
+    {
+        apply_property(block, k, v);
+        st.lazy_ok = true;
+        return;
     }
     if !rest.is_empty() {
         push_content(block, st, rest);
@@ -780,22 +784,21 @@ fn after_word(s: &str, word_len: usize) -> Option<&str> {
 
 fn take_heading(s: &str) -> (Option<u8>, &str) {
     let n = s.bytes().take_while(|&b| b == b'#').count();
-    if (1..=6).contains(&n) {
-        if let Some(rest) = after_word(s, n) {
-            return (u8::try_from(n).ok(), rest);
-        }
+    if (1..=6).contains(&n)
+        && let Some(rest) = after_word(s, n)
+    {
+        return (u8::try_from(n).ok(), rest);
     }
     (None, s)
 }
 
 fn take_marker(s: &str) -> (Option<Marker>, &str) {
     let n = s.bytes().take_while(u8::is_ascii_uppercase).count();
-    if n >= 3 {
-        if let Some(m) = s.get(..n).and_then(Marker::from_word) {
-            if let Some(rest) = after_word(s, n) {
-                return (Some(m), rest);
-            }
-        }
+    if n >= 3
+        && let Some(m) = s.get(..n).and_then(Marker::from_word)
+        && let Some(rest) = after_word(s, n)
+    {
+        return (Some(m), rest);
     }
     (None, s)
 }

@@ -343,18 +343,20 @@ pub(crate) fn resolve_plain(s: &str) -> Value {
         _ => {}
     }
     if let Some(digits) = s.strip_prefix("0o") {
-        if !digits.is_empty() && digits.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
-            if let Ok(n) = u64::from_str_radix(digits, 8) {
-                return Value::Number(n.into());
-            }
+        if !digits.is_empty()
+            && digits.bytes().all(|b| (b'0'..=b'7').contains(&b))
+            && let Ok(n) = u64::from_str_radix(digits, 8)
+        {
+            return Value::Number(n.into());
         }
         return Value::String(s.to_owned());
     }
     if let Some(digits) = s.strip_prefix("0x") {
-        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_hexdigit()) {
-            if let Ok(n) = u64::from_str_radix(digits, 16) {
-                return Value::Number(n.into());
-            }
+        if !digits.is_empty()
+            && digits.bytes().all(|b| b.is_ascii_hexdigit())
+            && let Ok(n) = u64::from_str_radix(digits, 16)
+        {
+            return Value::Number(n.into());
         }
         return Value::String(s.to_owned());
     }
@@ -368,10 +370,10 @@ pub(crate) fn resolve_plain(s: &str) -> Value {
             return Value::Number(n.into());
         }
     }
-    if is_core_float(unsigned) {
-        if let Some(n) = s.parse::<f64>().ok().and_then(Number::from_f64) {
-            return Value::Number(n);
-        }
+    if is_core_float(unsigned)
+        && let Some(n) = s.parse::<f64>().ok().and_then(Number::from_f64)
+    {
+        return Value::Number(n);
     }
     Value::String(s.to_owned())
 }

@@ -17,7 +17,12 @@ use crate::tokens::TokenStore;
 
 /// MCP server for a markdown vault: read, write, index, search, link and tag notes.
 #[derive(Debug, Parser)]
-#[command(name = "stratum-mcp", version, about, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "stratum-mcp",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -43,10 +48,20 @@ pub struct ServeArgs {
     #[arg(long, env = "STRATUM_MCP_VAULT", value_name = "PATH")]
     pub vault: Option<PathBuf>,
     /// Address to listen on with --http; port 0 picks a free port.
-    #[arg(long, env = "STRATUM_MCP_BIND", default_value = "127.0.0.1:8787", value_name = "ADDR:PORT")]
+    #[arg(
+        long,
+        env = "STRATUM_MCP_BIND",
+        default_value = "127.0.0.1:8787",
+        value_name = "ADDR:PORT"
+    )]
     pub bind: std::net::SocketAddr,
     /// Path prefix for the HTTP endpoints, e.g. /kb serves /kb/mcp and /kb/health.
-    #[arg(long, env = "STRATUM_MCP_BASE", default_value = "", value_name = "/prefix")]
+    #[arg(
+        long,
+        env = "STRATUM_MCP_BASE",
+        default_value = "",
+        value_name = "/prefix"
+    )]
     pub base: String,
     /// Token store file (default <vault>/.pkm/mcp-tokens.json).
     #[arg(long, env = "STRATUM_MCP_TOKEN_STORE", value_name = "FILE")]
@@ -55,28 +70,58 @@ pub struct ServeArgs {
     #[arg(long, env = "STRATUM_MCP_NO_AUTH")]
     pub no_auth: bool,
     /// TLS certificate chain (PEM) to serve HTTPS natively; needs --tls-key.
-    #[arg(long, env = "STRATUM_MCP_TLS_CERT", value_name = "FILE", requires = "tls_key")]
+    #[arg(
+        long,
+        env = "STRATUM_MCP_TLS_CERT",
+        value_name = "FILE",
+        requires = "tls_key"
+    )]
     pub tls_cert: Option<PathBuf>,
     /// TLS private key (PEM); needs --tls-cert.
-    #[arg(long, env = "STRATUM_MCP_TLS_KEY", value_name = "FILE", requires = "tls_cert")]
+    #[arg(
+        long,
+        env = "STRATUM_MCP_TLS_KEY",
+        value_name = "FILE",
+        requires = "tls_cert"
+    )]
     pub tls_key: Option<PathBuf>,
     /// Declare that a reverse proxy terminates TLS in front of a non-loopback bind.
     #[arg(long, env = "STRATUM_MCP_BEHIND_TLS_PROXY")]
     pub behind_tls_proxy: bool,
     /// Another Host header value to accept (repeatable); loopback names are always accepted.
-    #[arg(long, env = "STRATUM_MCP_ALLOWED_HOST", value_name = "NAME", value_delimiter = ',')]
+    #[arg(
+        long,
+        env = "STRATUM_MCP_ALLOWED_HOST",
+        value_name = "NAME",
+        value_delimiter = ','
+    )]
     pub allowed_host: Vec<String>,
     /// A browser Origin to accept (repeatable); requests with any other Origin get 403.
-    #[arg(long, env = "STRATUM_MCP_ALLOWED_ORIGIN", value_name = "URL", value_delimiter = ',')]
+    #[arg(
+        long,
+        env = "STRATUM_MCP_ALLOWED_ORIGIN",
+        value_name = "URL",
+        value_delimiter = ','
+    )]
     pub allowed_origin: Vec<String>,
     /// Log format on stderr.
-    #[arg(long, env = "STRATUM_MCP_LOG_FORMAT", value_enum, default_value = "text")]
+    #[arg(
+        long,
+        env = "STRATUM_MCP_LOG_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
     pub log_format: LogFormat,
     /// Serve Prometheus metrics on this separate address (off by default).
     #[arg(long, env = "STRATUM_MCP_METRICS_BIND", value_name = "ADDR:PORT")]
     pub metrics_bind: Option<std::net::SocketAddr>,
     /// Seconds a write waits for a running rebuild before answering VaultLocked.
-    #[arg(long, env = "STRATUM_MCP_WRITE_BUDGET", default_value_t = 10, value_name = "SECONDS")]
+    #[arg(
+        long,
+        env = "STRATUM_MCP_WRITE_BUDGET",
+        default_value_t = 10,
+        value_name = "SECONDS"
+    )]
     pub write_budget: u64,
 }
 
@@ -148,12 +193,20 @@ pub fn open_vault(path: &Path) -> Result<Vault, Exit> {
 }
 
 pub fn token_store(vault: &Vault, explicit: Option<&Path>) -> TokenStore {
-    TokenStore::new(explicit.map(Path::to_path_buf).unwrap_or_else(|| vault.tokens_path()))
+    TokenStore::new(
+        explicit
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| vault.tokens_path()),
+    )
 }
 
 fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=error"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false);
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=error"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
@@ -161,14 +214,25 @@ fn init_logging(format: LogFormat) {
 }
 
 fn run_token(cmd: TokenCommand) -> Result<(), Exit> {
-    let store_of = |a: &TokenStoreArgs| -> Result<TokenStore, Exit> { Ok(token_store(&open_vault(&a.vault)?, a.token_store.as_deref())) };
+    let store_of = |a: &TokenStoreArgs| -> Result<TokenStore, Exit> {
+        Ok(token_store(
+            &open_vault(&a.vault)?,
+            a.token_store.as_deref(),
+        ))
+    };
     match cmd {
-        TokenCommand::Create { store, name, scopes } => {
+        TokenCommand::Create {
+            store,
+            name,
+            scopes,
+        } => {
             let scopes = match scopes {
                 Some(s) => scope::parse_list(&s).map_err(usage)?,
                 None => Scope::PERSONAL.to_vec(),
             };
-            let token = store_of(&store)?.create(&name, &scopes).map_err(|e| usage(e.to_string()))?;
+            let token = store_of(&store)?
+                .create(&name, &scopes)
+                .map_err(|e| usage(e.to_string()))?;
             println!("{token}");
         }
         TokenCommand::List { store } => {
@@ -177,7 +241,9 @@ fn run_token(cmd: TokenCommand) -> Result<(), Exit> {
             }
         }
         TokenCommand::Revoke { store, name } => {
-            store_of(&store)?.revoke(&name).map_err(|e| usage(e.to_string()))?;
+            store_of(&store)?
+                .revoke(&name)
+                .map_err(|e| usage(e.to_string()))?;
             eprintln!("revoked {name}");
         }
     }
@@ -188,12 +254,18 @@ fn run_index(vault: &Path, rebuild: bool) -> Result<(), Exit> {
     let vault = open_vault(vault)?;
     let app = App::open(vault, AppConfig::default()).map_err(|e| Exit(1, e.to_string()))?;
     let started = std::time::Instant::now();
-    let mode = if rebuild { ScanMode::Rebuild } else { ScanMode::Incremental };
+    let mode = if rebuild {
+        ScanMode::Rebuild
+    } else {
+        ScanMode::Incremental
+    };
     let report = if std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::new(0);
         bar.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} indexing [{bar:40}] {pos}/{len} notes ({per_sec}, eta {eta})")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            indicatif::ProgressStyle::with_template(
+                "{spinner} indexing [{bar:40}] {pos}/{len} notes ({per_sec}, eta {eta})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         let r = scan::scan_with_progress(&app, mode, &|done, total| {
             bar.set_length(total as u64);
@@ -221,16 +293,26 @@ fn run_index(vault: &Path, rebuild: bool) -> Result<(), Exit> {
 
 /// Opens the vault of a serving command and starts its warm-up scan.
 pub(crate) fn open_app_for_serve(args: &ServeArgs) -> Result<Arc<App>, Exit> {
-    let vault_path = args.vault.as_deref().ok_or_else(|| usage("--vault PATH is required (or set STRATUM_MCP_VAULT)"))?;
+    let vault_path = args
+        .vault
+        .as_deref()
+        .ok_or_else(|| usage("--vault PATH is required (or set STRATUM_MCP_VAULT)"))?;
     let vault = open_vault(vault_path)?;
-    let config = AppConfig { write_budget: std::time::Duration::from_secs(args.write_budget), ..AppConfig::default() };
-    let app = App::open(vault, config).map_err(|e| Exit(1, format!("cannot open the vault's store: {e}")))?;
+    let config = AppConfig {
+        write_budget: std::time::Duration::from_secs(args.write_budget),
+        ..AppConfig::default()
+    };
+    let app = App::open(vault, config)
+        .map_err(|e| Exit(1, format!("cannot open the vault's store: {e}")))?;
     app.warm_up();
     Ok(app)
 }
 
 pub(crate) fn new_runtime() -> Result<tokio::runtime::Runtime, Exit> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| Exit(1, format!("cannot start the runtime: {e}")))
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Exit(1, format!("cannot start the runtime: {e}")))
 }
 
 fn run_serve(args: ServeArgs) -> Result<(), Exit> {
@@ -239,7 +321,9 @@ fn run_serve(args: ServeArgs) -> Result<(), Exit> {
         return crate::http::run(args);
     }
     let app = open_app_for_serve(&args)?;
-    new_runtime()?.block_on(crate::stdio::serve(StratumServer::new(app))).map_err(|e| Exit(1, format!("stdio transport: {e}")))
+    new_runtime()?
+        .block_on(crate::stdio::serve(StratumServer::new(app)))
+        .map_err(|e| Exit(1, format!("stdio transport: {e}")))
 }
 
 /// Runs the command line; returns the process exit code.
@@ -248,12 +332,20 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
                 let _ = e.print();
                 return 0;
             }
             let text = e.to_string();
-            let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid command line");
+            let line = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid command line");
             eprintln!("stratum-mcp: {}", line.trim_start_matches("error: "));
             return 2;
         }
@@ -271,4 +363,3 @@ pub fn main() -> i32 {
         }
     }
 }
-

@@ -69,7 +69,13 @@ pub struct McpError {
 
 impl McpError {
     pub fn new(kind: Kind, message: impl Into<String>) -> McpError {
-        McpError { kind, message: message.into(), hint: None, note_path: None, retry_after_seconds: None }
+        McpError {
+            kind,
+            message: message.into(),
+            hint: None,
+            note_path: None,
+            retry_after_seconds: None,
+        }
     }
 
     pub fn with_hint(mut self, hint: impl Into<String>) -> McpError {
@@ -93,7 +99,14 @@ impl McpError {
         if let Some(p) = &self.note_path {
             d.insert("note_path".into(), json!(p));
         }
-        d.insert("hint".into(), json!(self.hint.clone().unwrap_or_else(|| default_hint(self.kind).into())));
+        d.insert(
+            "hint".into(),
+            json!(
+                self.hint
+                    .clone()
+                    .unwrap_or_else(|| default_hint(self.kind).into())
+            ),
+        );
         if let Some(s) = self.retry_after_seconds {
             d.insert("retry_after_seconds".into(), json!(s));
         }
@@ -110,7 +123,8 @@ impl McpError {
     }
 
     pub fn unknown_tool(name: &str) -> McpError {
-        McpError::new(Kind::MethodNotFound, format!("Unknown tool: {name}")).with_hint("Call tools/list for the available kb_* tools.")
+        McpError::new(Kind::MethodNotFound, format!("Unknown tool: {name}"))
+            .with_hint("Call tools/list for the available kb_* tools.")
     }
 }
 
@@ -126,7 +140,9 @@ fn default_hint(kind: Kind) -> &'static str {
         Kind::RateLimited => "Slow down and retry after retry_after_seconds.",
         Kind::ScopesDenied => "Use a token that holds the tool's scope.",
         Kind::VaultLocked => "Retry after retry_after_seconds.",
-        Kind::Unauthenticated => "Send Authorization: Bearer <token> (see 'stratum-mcp token create').",
+        Kind::Unauthenticated => {
+            "Send Authorization: Bearer <token> (see 'stratum-mcp token create')."
+        }
     }
 }
 
@@ -140,7 +156,13 @@ impl From<KbError> for McpError {
             ErrorKind::External => Kind::External,
             ErrorKind::Internal => Kind::Internal,
         };
-        McpError { kind, message: e.message, hint: e.hint, note_path: e.note_path, retry_after_seconds: e.retry_after_seconds }
+        McpError {
+            kind,
+            message: e.message,
+            hint: e.hint,
+            note_path: e.note_path,
+            retry_after_seconds: e.retry_after_seconds,
+        }
     }
 }
 
@@ -155,7 +177,10 @@ mod tests {
         assert_eq!(e.data()["kind"], "NotFound");
         assert_eq!(e.data()["note_path"], "a/b.md");
         let e = McpError::from(KbError::locked(3));
-        assert_eq!((e.code(), e.data()["retry_after_seconds"].as_u64()), (-32006, Some(3)));
+        assert_eq!(
+            (e.code(), e.data()["retry_after_seconds"].as_u64()),
+            (-32006, Some(3))
+        );
         assert!(e.data()["hint"].is_string());
     }
 }

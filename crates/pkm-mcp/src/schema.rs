@@ -25,7 +25,14 @@ fn compiled() -> &'static HashMap<&'static str, Compiled> {
                 let input: Value = serde_json::from_str(t.input_schema).ok()?;
                 let output: Value = serde_json::from_str(t.output_schema).ok()?;
                 let validator = jsonschema::validator_for(&input).ok()?;
-                Some((t.name, Compiled { input, output, validator }))
+                Some((
+                    t.name,
+                    Compiled {
+                        input,
+                        output,
+                        validator,
+                    },
+                ))
             })
             .collect()
     })
@@ -43,13 +50,24 @@ pub fn output_schema(tool: &str) -> Option<&'static Value> {
 
 /// Checks `args` against the tool's schema; the error names the offending field.
 pub fn validate(tool: &str, args: &Value) -> Result<(), McpError> {
-    let c = compiled().get(tool).ok_or_else(|| McpError::new(Kind::Internal, format!("no schema for {tool}")))?;
+    let c = compiled()
+        .get(tool)
+        .ok_or_else(|| McpError::new(Kind::Internal, format!("no schema for {tool}")))?;
     let Some(first) = c.validator.iter_errors(args).next() else {
         return Ok(());
     };
-    let at = first.instance_path().as_str().trim_start_matches('/').replace('/', ".");
-    let message = if at.is_empty() { format!("invalid arguments: {first}") } else { format!("invalid argument '{at}': {first}") };
-    Err(McpError::new(Kind::InvalidArgs, message).with_hint(format!("See the inputSchema of {tool} in tools/list.")))
+    let at = first
+        .instance_path()
+        .as_str()
+        .trim_start_matches('/')
+        .replace('/', ".");
+    let message = if at.is_empty() {
+        format!("invalid arguments: {first}")
+    } else {
+        format!("invalid argument '{at}': {first}")
+    };
+    Err(McpError::new(Kind::InvalidArgs, message)
+        .with_hint(format!("See the inputSchema of {tool} in tools/list.")))
 }
 
 #[cfg(test)]

@@ -17,9 +17,24 @@ pub enum Scope {
 }
 
 impl Scope {
-    pub const ALL: [Scope; 7] = [Scope::Read, Scope::Write, Scope::Index, Scope::Search, Scope::Link, Scope::Organize, Scope::Admin];
+    pub const ALL: [Scope; 7] = [
+        Scope::Read,
+        Scope::Write,
+        Scope::Index,
+        Scope::Search,
+        Scope::Link,
+        Scope::Organize,
+        Scope::Admin,
+    ];
     /// The default set of a personal access token: everything but `kb:admin`.
-    pub const PERSONAL: [Scope; 6] = [Scope::Read, Scope::Write, Scope::Index, Scope::Search, Scope::Link, Scope::Organize];
+    pub const PERSONAL: [Scope; 6] = [
+        Scope::Read,
+        Scope::Write,
+        Scope::Index,
+        Scope::Search,
+        Scope::Link,
+        Scope::Organize,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -59,13 +74,22 @@ impl FromStr for Scope {
         Scope::ALL
             .into_iter()
             .find(|sc| sc.as_str() == s.trim())
-            .ok_or_else(|| format!("unknown scope {s:?} (known: {})", Scope::ALL.map(Scope::as_str).join(", ")))
+            .ok_or_else(|| {
+                format!(
+                    "unknown scope {s:?} (known: {})",
+                    Scope::ALL.map(Scope::as_str).join(", ")
+                )
+            })
     }
 }
 
 /// Parses `kb:read,kb:search`; unknown names are an error (for the CLI) .
 pub fn parse_list(s: &str) -> Result<Vec<Scope>, String> {
-    let mut v: Vec<Scope> = s.split(',').filter(|p| !p.trim().is_empty()).map(str::parse).collect::<Result<_, _>>()?;
+    let mut v: Vec<Scope> = s
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(str::parse)
+        .collect::<Result<_, _>>()?;
     v.sort();
     v.dedup();
     Ok(v)
@@ -77,8 +101,15 @@ mod tests {
 
     #[test]
     fn parses_and_prints() {
-        assert_eq!(parse_list("kb:search, kb:read,kb:read").unwrap(), vec![Scope::Read, Scope::Search]);
-        assert!(parse_list("kb:read,kb:root").unwrap_err().contains("kb:root"));
+        assert_eq!(
+            parse_list("kb:search, kb:read,kb:read").unwrap(),
+            vec![Scope::Read, Scope::Search]
+        );
+        assert!(
+            parse_list("kb:read,kb:root")
+                .unwrap_err()
+                .contains("kb:root")
+        );
         for s in Scope::ALL {
             assert_eq!(s.as_str().parse::<Scope>().unwrap(), s);
         }

@@ -86,12 +86,16 @@ impl StratumServer {
     /// `tools/call`: find, authorise, validate, run off the async threads, cap, shape.
     pub async fn call_tool(&self, params: &Value, caller: &Caller) -> Result<Value, McpError> {
         let name = params.get("name").and_then(Value::as_str).ok_or_else(|| {
-            McpError::new(Kind::InvalidArgs, "tools/call needs a string 'name'").with_hint("Call tools/list for the tool names.")
+            McpError::new(Kind::InvalidArgs, "tools/call needs a string 'name'")
+                .with_hint("Call tools/list for the tool names.")
         })?;
         let tool = tools::find(name).ok_or_else(|| McpError::unknown_tool(name))?;
         if !caller.allows(tool.scope) {
-            return Err(McpError::new(Kind::ScopesDenied, format!("{name} requires scope {}", tool.scope))
-                .with_hint(format!("Use a token that holds {}.", tool.scope)));
+            return Err(McpError::new(
+                Kind::ScopesDenied,
+                format!("{name} requires scope {}", tool.scope),
+            )
+            .with_hint(format!("Use a token that holds {}.", tool.scope)));
         }
         let args = match params.get("arguments") {
             None | Some(Value::Null) => Value::Object(Map::new()),
@@ -99,10 +103,18 @@ impl StratumServer {
         };
         schema::validate(name, &args)?;
         let Value::Object(args) = args else {
-            return Err(McpError::new(Kind::InvalidArgs, "arguments must be an object"));
+            return Err(McpError::new(
+                Kind::InvalidArgs,
+                "arguments must be an object",
+            ));
         };
         let note = args.get("path").and_then(|v| v.as_str()).unwrap_or("");
-        let span = tracing::info_span!("tool", tool = name, note, token = caller.token_name.as_deref().unwrap_or(""));
+        let span = tracing::info_span!(
+            "tool",
+            tool = name,
+            note,
+            token = caller.token_name.as_deref().unwrap_or("")
+        );
         let app = Arc::clone(&self.app);
         let handler = tool.handler;
         let result = tokio::task::spawn_blocking(move || span.in_scope(|| handler(&app, &args)))
@@ -118,21 +130,26 @@ impl StratumServer {
                 }
                 e
             })?;
-        let text = serde_json::to_string(&result).map_err(|_| McpError::new(Kind::Internal, "serializing a response"))?;
+        let text = serde_json::to_string(&result)
+            .map_err(|_| McpError::new(Kind::Internal, "serializing a response"))?;
         if text.len() > RESPONSE_MAX_BYTES {
             return Err(McpError::new(Kind::InvalidArgs, format!("The response would be {} bytes, over the 1 MiB cap", text.len())).with_hint(
                 "Read a large note as the resource note://<path> (resources/read), or narrow the request.",
             ));
         }
-        Ok(json!({"content": [{"type": "text", "text": text}], "structuredContent": result, "isError": false}))
+        Ok(
+            json!({"content": [{"type": "text", "text": text}], "structuredContent": result, "isError": false}),
+        )
     }
 
     /// `resources/list`: every note as `note://<path>`, paged with the same cursor as kb_list_pages.
     pub async fn list_resources(&self, cursor: Option<String>) -> Result<Value, McpError> {
         let app = Arc::clone(&self.app);
-        let list = tokio::task::spawn_blocking(move || stratum_app::commands::page::list_pages(&app, 500, cursor.as_deref()))
-            .await
-            .map_err(|_| McpError::new(Kind::Internal, "internal error"))??;
+        let list = tokio::task::spawn_blocking(move || {
+            stratum_app::commands::page::list_pages(&app, 500, cursor.as_deref())
+        })
+        .await
+        .map_err(|_| McpError::new(Kind::Internal, "internal error"))??;
         let resources: Vec<Value> = list
             .pages
             .iter()
@@ -157,15 +174,23 @@ impl StratumServer {
     /// `resources/read` of `note://<path>`: the raw markdown.
     pub async fn read_resource(&self, uri: &str, caller: &Caller) -> Result<Value, McpError> {
         if !caller.allows(Scope::Read) {
-            return Err(McpError::new(Kind::ScopesDenied, "reading resources requires scope kb:read"));
+            return Err(McpError::new(
+                Kind::ScopesDenied,
+                "reading resources requires scope kb:read",
+            ));
         }
         let raw = uri.strip_prefix(RESOURCE_PREFIX).ok_or_else(|| {
-            McpError::new(Kind::InvalidArgs, format!("unknown resource URI scheme: {uri}")).with_hint("Use note://<vault-relative path>.")
+            McpError::new(
+                Kind::InvalidArgs,
+                format!("unknown resource URI scheme: {uri}"),
+            )
+            .with_hint("Use note://<vault-relative path>.")
         })?;
         let app = Arc::clone(&self.app);
         let raw_owned = raw.to_owned();
         let text = tokio::task::spawn_blocking(move || {
-            let path = VaultPath::parse(app.vault(), &raw_owned).map_err(|e| crate::tools::path_error("uri", &raw_owned, &e))?;
+            let path = VaultPath::parse(app.vault(), &raw_owned)
+                .map_err(|e| crate::tools::path_error("uri", &raw_owned, &e))?;
             stratum_app::commands::page::read_raw(&app, &path)
         })
         .await
@@ -174,17 +199,32 @@ impl StratumServer {
     }
 
     /// Every MCP method either door serves, by name. Notifications return `Ok(None)`.
-    pub async fn handle(&self, method: &str, params: Option<Value>, caller: &Caller) -> Result<Option<Value>, McpError> {
+    pub async fn handle(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        caller: &Caller,
+    ) -> Result<Option<Value>, McpError> {
         let params = params.unwrap_or(Value::Null);
         let out = match method {
             "initialize" => Self::initialize_result(),
             "ping" => json!({}),
             "tools/list" => Self::list_tools(),
             "tools/call" => self.call_tool(&params, caller).await?,
-            "resources/list" => self.list_resources(params.get("cursor").and_then(Value::as_str).map(str::to_owned)).await?,
+            "resources/list" => {
+                self.list_resources(
+                    params
+                        .get("cursor")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                )
+                .await?
+            }
             "resources/templates/list" => Self::resource_templates(),
             "resources/read" => {
-                let uri = params.get("uri").and_then(Value::as_str).ok_or_else(|| McpError::new(Kind::InvalidArgs, "resources/read needs a string 'uri'"))?;
+                let uri = params.get("uri").and_then(Value::as_str).ok_or_else(|| {
+                    McpError::new(Kind::InvalidArgs, "resources/read needs a string 'uri'")
+                })?;
                 self.read_resource(uri, caller).await?
             }
             "logging/setLevel" => json!({}),

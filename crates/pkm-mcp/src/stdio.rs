@@ -4,9 +4,10 @@
 use std::borrow::Cow;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorCode, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorCode,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -52,7 +53,9 @@ impl ServerHandler for StratumServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let params = serde_json::json!({"name": request.name, "arguments": request.arguments});
-        let out = StratumServer::call_tool(self, &params, &Caller::local()).await.map_err(to_rmcp)?;
+        let out = StratumServer::call_tool(self, &params, &Caller::local())
+            .await
+            .map_err(to_rmcp)?;
         Ok(CallToolResponse::Complete(convert::<CallToolResult>(out)?))
     }
 
@@ -62,7 +65,11 @@ impl ServerHandler for StratumServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let cursor = request.and_then(|r| r.cursor);
-        convert(StratumServer::list_resources(self, cursor).await.map_err(to_rmcp)?)
+        convert(
+            StratumServer::list_resources(self, cursor)
+                .await
+                .map_err(to_rmcp)?,
+        )
     }
 
     async fn list_resource_templates(
@@ -78,8 +85,12 @@ impl ServerHandler for StratumServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let out = StratumServer::read_resource(self, &request.uri, &Caller::local()).await.map_err(to_rmcp)?;
-        Ok(ReadResourceResponse::Complete(convert::<ReadResourceResult>(out)?))
+        let out = StratumServer::read_resource(self, &request.uri, &Caller::local())
+            .await
+            .map_err(to_rmcp)?;
+        Ok(ReadResourceResponse::Complete(
+            convert::<ReadResourceResult>(out)?,
+        ))
     }
 }
 

@@ -56,7 +56,10 @@ pub struct TokenStore {
 }
 
 fn hash_hex(token: &str) -> String {
-    Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 impl TokenStore {
@@ -70,17 +73,26 @@ impl TokenStore {
 
     fn load(&self) -> Result<StoreFile, TokenError> {
         match std::fs::read(&self.path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| TokenError::Corrupt(self.path.display().to_string(), e)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(StoreFile { version: 1, tokens: Vec::new() }),
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| TokenError::Corrupt(self.path.display().to_string(), e)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(StoreFile {
+                version: 1,
+                tokens: Vec::new(),
+            }),
             Err(e) => Err(TokenError::Read(self.path.display().to_string(), e)),
         }
     }
 
     fn save(&self, file: &StoreFile) -> Result<(), TokenError> {
         let shown = self.path.display().to_string();
-        let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let dir = self
+            .path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(|e| TokenError::Write(shown.clone(), e))?;
-        let bytes = serde_json::to_vec_pretty(file).map_err(|e| TokenError::Corrupt(shown.clone(), e))?;
+        let bytes =
+            serde_json::to_vec_pretty(file).map_err(|e| TokenError::Corrupt(shown.clone(), e))?;
         let tmp = dir.join(format!(".mcp-tokens.{}.tmp", uuid::Uuid::new_v4().simple()));
         let write = || -> std::io::Result<()> {
             use std::io::Write;
@@ -101,7 +113,11 @@ impl TokenStore {
 
     /// Creates a token and returns its plaintext, which is not stored anywhere.
     pub fn create(&self, name: &str, scopes: &[Scope]) -> Result<String, TokenError> {
-        let valid_name = !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+        let valid_name = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
         if !valid_name {
             return Err(TokenError::BadName);
         }
@@ -145,24 +161,32 @@ pub struct Principal {
     pub scopes: Vec<Scope>,
 }
 
+/// The token file's (mtime, size) when last read, and its records.
+type Cached = Option<(Option<(SystemTime, u64)>, Vec<TokenRecord>)>;
+
 /// Checks presented tokens against the store, re-reading it when its mtime or size changes.
 pub struct TokenVerifier {
     store: TokenStore,
-    cache: Mutex<Option<(Option<(SystemTime, u64)>, Vec<TokenRecord>)>>,
+    cache: Mutex<Cached>,
 }
 
 impl TokenVerifier {
     pub fn new(store: TokenStore) -> TokenVerifier {
-        TokenVerifier { store, cache: Mutex::new(None) }
+        TokenVerifier {
+            store,
+            cache: Mutex::new(None),
+        }
     }
 
     fn records(&self) -> Vec<TokenRecord> {
-        let stamp = std::fs::metadata(self.store.path()).ok().and_then(|m| Some((m.modified().ok()?, m.len())));
+        let stamp = std::fs::metadata(self.store.path())
+            .ok()
+            .and_then(|m| Some((m.modified().ok()?, m.len())));
         let mut cache = self.cache.lock();
-        if let Some((s, recs)) = cache.as_ref() {
-            if *s == stamp {
-                return recs.clone();
-            }
+        if let Some((s, recs)) = cache.as_ref()
+            && *s == stamp
+        {
+            return recs.clone();
         }
         let recs = match self.store.list() {
             Ok(r) => r,
@@ -182,7 +206,10 @@ impl TokenVerifier {
         let mut found = None;
         for rec in self.records() {
             if bool::from(rec.sha256.as_bytes().ct_eq(presented.as_bytes())) {
-                found = Some(Principal { scopes: rec.scopes.iter().filter_map(|s| s.parse().ok()).collect(), name: rec.name });
+                found = Some(Principal {
+                    scopes: rec.scopes.iter().filter_map(|s| s.parse().ok()).collect(),
+                    name: rec.name,
+                });
             }
         }
         found
@@ -200,12 +227,21 @@ mod tests {
         let a = store.create("laptop", &Scope::PERSONAL).unwrap();
         let b = store.create("ci", &[Scope::Read]).unwrap();
         assert_eq!(a.len(), 43);
-        assert!(a.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+        assert!(
+            a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        );
         assert_ne!(a, b);
         let on_disk = std::fs::read_to_string(store.path()).unwrap();
         assert!(!on_disk.contains(&a), "plaintext must never be stored");
-        assert!(matches!(store.create("ci", &[Scope::Read]), Err(TokenError::Duplicate(_))));
-        assert!(matches!(store.create("bad name", &[]), Err(TokenError::BadName)));
+        assert!(matches!(
+            store.create("ci", &[Scope::Read]),
+            Err(TokenError::Duplicate(_))
+        ));
+        assert!(matches!(
+            store.create("bad name", &[]),
+            Err(TokenError::BadName)
+        ));
 
         let v = TokenVerifier::new(store.clone());
         assert_eq!(v.verify(&a).unwrap().name, "laptop");
@@ -214,6 +250,9 @@ mod tests {
         store.revoke("laptop").unwrap();
         assert_eq!(v.verify(&a), None, "revocation applies to the next check");
         assert!(v.verify(&b).is_some());
-        assert!(matches!(store.revoke("laptop"), Err(TokenError::Unknown(_))));
+        assert!(matches!(
+            store.revoke("laptop"),
+            Err(TokenError::Unknown(_))
+        ));
     }
 }

@@ -1,6 +1,7 @@
 //! Contract tests for the fifteen kb_* tools (contract §5, §8, §11; SPEC-operations "MCP
 //! surface"), driven through the real `stratum-mcp --stdio` binary on temp copies of the example
 //! vault.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers fail loudly by design
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -23,7 +24,10 @@ fn copy_dir(from: &Path, to: &Path) {
 
 fn example_vault() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/vault"), &dir.path().join("vault"));
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/vault"),
+        &dir.path().join("vault"),
+    );
     dir
 }
 
@@ -48,7 +52,12 @@ impl Server {
             .unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut s = Server { child, stdin, stdout, next_id: 0 };
+        let mut s = Server {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+        };
         let init = s.request("initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "contract", "version": "1"}}));
         assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
         s.notify("notifications/initialized", json!({}));
@@ -71,8 +80,12 @@ impl Server {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
             let mut line = String::new();
-            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "server closed stdout");
-            let msg: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout carried a non-JSON line {line:?}: {e}"));
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "server closed stdout"
+            );
+            let msg: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout carried a non-JSON line {line:?}: {e}"));
             if msg["id"] == json!(id) {
                 return msg;
             }
@@ -83,7 +96,12 @@ impl Server {
     fn call(&mut self, tool: &str, args: Value) -> Value {
         for _ in 0..100 {
             let r = self.request("tools/call", json!({"name": tool, "arguments": args}));
-            if r["error"]["code"] == json!(-32006) && r["error"]["message"].as_str().unwrap_or("").contains("being indexed") {
+            if r["error"]["code"] == json!(-32006)
+                && r["error"]["message"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("being indexed")
+            {
                 std::thread::sleep(std::time::Duration::from_millis(50));
                 continue;
             }
@@ -95,10 +113,16 @@ impl Server {
     /// Calls a tool that must succeed; returns `structuredContent` after checking the text copy.
     fn ok(&mut self, tool: &str, args: Value) -> Value {
         let r = self.call(tool, args.clone());
-        let result = r.get("result").unwrap_or_else(|| panic!("{tool} {args} failed: {r}"));
+        let result = r
+            .get("result")
+            .unwrap_or_else(|| panic!("{tool} {args} failed: {r}"));
         let structured = result["structuredContent"].clone();
-        let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
-        assert_eq!(text, structured, "content[0].text is the same object as structuredContent");
+        let text: Value =
+            serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            text, structured,
+            "content[0].text is the same object as structuredContent"
+        );
         assert_eq!(result["content"][0]["type"], "text");
         structured
     }
@@ -106,10 +130,19 @@ impl Server {
     /// Calls a tool that must fail; returns the JSON-RPC error object.
     fn err(&mut self, tool: &str, args: Value) -> Value {
         let r = self.call(tool, args.clone());
-        let e = r.get("error").unwrap_or_else(|| panic!("{tool} {args} should have failed: {r}")).clone();
-        assert!(e["data"]["kind"].is_string() && e["data"]["hint"].is_string(), "{e}");
+        let e = r
+            .get("error")
+            .unwrap_or_else(|| panic!("{tool} {args} should have failed: {r}"))
+            .clone();
+        assert!(
+            e["data"]["kind"].is_string() && e["data"]["hint"].is_string(),
+            "{e}"
+        );
         let msg = e["message"].as_str().unwrap();
-        assert!(!msg.contains("/tmp/") && !msg.contains("panicked"), "no internals in errors: {msg}");
+        assert!(
+            !msg.contains("/tmp/") && !msg.contains("panicked"),
+            "no internals in errors: {msg}"
+        );
         e
     }
 }
@@ -127,7 +160,10 @@ fn schema_dir() -> PathBuf {
 
 /// The §5 schemas as `docs/advanced/mcp.md` states them, by tool name.
 fn contract_schemas() -> Vec<(String, Value)> {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/advanced/mcp.md")).unwrap();
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/advanced/mcp.md"),
+    )
+    .unwrap();
     let mut out = Vec::new();
     let mut rest = doc.as_str();
     while let Some(i) = rest.find("### 5.") {
@@ -150,12 +186,30 @@ fn schemas_are_the_contract_verbatim_and_served_as_is() {
     let tools = listed["result"]["tools"].as_array().unwrap().clone();
     assert_eq!(tools.len(), 15);
     for (name, schema) in contract {
-        let file: Value = serde_json::from_str(&std::fs::read_to_string(schema_dir().join(format!("{name}.json"))).unwrap()).unwrap();
+        let file: Value = serde_json::from_str(
+            &std::fs::read_to_string(schema_dir().join(format!("{name}.json"))).unwrap(),
+        )
+        .unwrap();
         // Same keys in the same order: byte-equal when serialized alike.
-        assert_eq!(file.to_string(), schema.to_string(), "schemas/{name}.json differs from the contract");
-        let served = tools.iter().find(|t| t["name"] == json!(name)).unwrap_or_else(|| panic!("{name} not listed"));
-        assert_eq!(served["inputSchema"].to_string(), schema.to_string(), "{name} served schema");
-        assert!(served["outputSchema"].is_object() && served["annotations"]["readOnlyHint"].is_boolean(), "{served}");
+        assert_eq!(
+            file.to_string(),
+            schema.to_string(),
+            "schemas/{name}.json differs from the contract"
+        );
+        let served = tools
+            .iter()
+            .find(|t| t["name"] == json!(name))
+            .unwrap_or_else(|| panic!("{name} not listed"));
+        assert_eq!(
+            served["inputSchema"].to_string(),
+            schema.to_string(),
+            "{name} served schema"
+        );
+        assert!(
+            served["outputSchema"].is_object()
+                && served["annotations"]["readOnlyHint"].is_boolean(),
+            "{served}"
+        );
         assert!(served["description"].as_str().unwrap().len() > 20);
     }
 }
@@ -179,7 +233,9 @@ fn initialize_announces_the_pinned_revision() {
     let mut stdin = child.stdin.take().unwrap();
     writeln!(stdin, "{}", json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}})).unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let init: Value = serde_json::from_str(&line).unwrap();
     let r = &init["result"];
     assert_eq!(r["protocolVersion"], "2025-06-18");
@@ -191,14 +247,20 @@ fn initialize_announces_the_pinned_revision() {
 }
 
 fn output_validator(tool: &str) -> jsonschema::Validator {
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(schema_dir().join(format!("output/{tool}.json"))).unwrap()).unwrap();
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(schema_dir().join(format!("output/{tool}.json"))).unwrap(),
+    )
+    .unwrap();
     jsonschema::validator_for(&v).unwrap()
 }
 
 fn assert_shape(tool: &str, value: &Value) {
     let v = output_validator(tool);
     let errors: Vec<String> = v.iter_errors(value).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{tool} output does not match its outputSchema: {errors:?}\n{value}");
+    assert!(
+        errors.is_empty(),
+        "{tool} output does not match its outputSchema: {errors:?}\n{value}"
+    );
 }
 
 #[test]
@@ -227,41 +289,97 @@ fn every_tool_answers_in_its_contract_shape() {
     let page = call("kb_get_page", json!({"path": "projects/Stratum.md"}));
     assert_eq!(page["slug"], "projects/Stratum");
     assert_eq!(page["title"], "Stratum");
-    assert!(page["content"].as_str().unwrap().starts_with("---\n"), "content keeps the frontmatter");
+    assert!(
+        page["content"].as_str().unwrap().starts_with("---\n"),
+        "content keeps the frontmatter"
+    );
     assert_eq!(page["frontmatter"]["aliases"][0], "Stratum DB");
-    assert!(page["links"].as_array().unwrap().iter().any(|l| l["target"] == "Beacon"));
-    assert!(!page["links"].as_array().unwrap().iter().any(|l| l["target"] == "Key"), "no links from code blocks");
+    assert!(
+        page["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["target"] == "Beacon")
+    );
+    assert!(
+        !page["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["target"] == "Key"),
+        "no links from code blocks"
+    );
 
     let list = call("kb_list_pages", json!({"limit": 5}));
     assert_eq!(list["pages"].as_array().unwrap().len(), 5);
-    let next = call("kb_list_pages", json!({"limit": 5, "cursor": list["next_cursor"]}));
+    let next = call(
+        "kb_list_pages",
+        json!({"limit": 5, "cursor": list["next_cursor"]}),
+    );
     assert_ne!(next["pages"][0]["path"], list["pages"][0]["path"]);
 
-    let written = call("kb_write_page", json!({"path": "inbox/New idea.md", "content": "# New idea\n\nLinks to [[Stratum]] #idea\n"}));
+    let written = call(
+        "kb_write_page",
+        json!({"path": "inbox/New idea.md", "content": "# New idea\n\nLinks to [[Stratum]] #idea\n"}),
+    );
     assert_eq!(written["title"], "New idea");
     let read = call("kb_get_page", json!({"path": "inbox/New idea.md"}));
     assert_eq!(read["content"], written["content"]);
     assert_eq!(read["modified_at"], written["modified_at"]);
 
-    let found = call("kb_search", json!({"query": "compaction tombstones", "limit": 3}));
+    let found = call(
+        "kb_search",
+        json!({"query": "compaction tombstones", "limit": 3}),
+    );
     assert!(found["total"].as_u64().unwrap() >= 1);
     let tagged = call("kb_search_by_tag", json!({"tag": "idea"}));
-    assert!(tagged["results"].as_array().unwrap().iter().any(|h| h["page_path"] == "inbox/New idea.md"));
+    assert!(
+        tagged["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["page_path"] == "inbox/New idea.md")
+    );
     let ac = call("kb_autocomplete", json!({"query": "grace", "kind": "page"}));
     assert_eq!(ac["items"][0]["detail"], "people/Grace Hopper.md");
     call("kb_autocomplete", json!({"query": "cook", "kind": "tag"}));
     let bl = call("kb_backlinks", json!({"path": "projects/Stratum.md"}));
-    assert!(bl["backlinks"].as_array().unwrap().iter().any(|b| b["source_page"] == "inbox/New idea.md"), "read-your-writes");
-    let g = call("kb_graph", json!({"path": "projects/Beacon.md", "depth": 1}));
+    assert!(
+        bl["backlinks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["source_page"] == "inbox/New idea.md"),
+        "read-your-writes"
+    );
+    let g = call(
+        "kb_graph",
+        json!({"path": "projects/Beacon.md", "depth": 1}),
+    );
     assert!(g["node_count"].as_u64().unwrap() > 1);
     call("kb_graph", json!({}));
     let res = call("kb_resolve_link", json!({"target": "DDIA"}));
-    assert_eq!(res["resolved"]["path"], "reading/Designing Data-Intensive Applications.md");
+    assert_eq!(
+        res["resolved"]["path"],
+        "reading/Designing Data-Intensive Applications.md"
+    );
     let unres = call("kb_resolve_link", json!({"target": "Patagonia"}));
-    assert_eq!((unres["resolved"].clone(), unres["unresolved"].clone()), (Value::Null, json!(true)));
-    let added = call("kb_add_tag", json!({"path": "inbox/New idea.md", "tag": "later"}));
-    assert_eq!((added["action"].clone(), added["applied"].clone()), (json!("add"), json!(1)));
-    let removed = call("kb_remove_tag", json!({"path": "inbox/New idea.md", "tag": "idea"}));
+    assert_eq!(
+        (unres["resolved"].clone(), unres["unresolved"].clone()),
+        (Value::Null, json!(true))
+    );
+    let added = call(
+        "kb_add_tag",
+        json!({"path": "inbox/New idea.md", "tag": "later"}),
+    );
+    assert_eq!(
+        (added["action"].clone(), added["applied"].clone()),
+        (json!("add"), json!(1))
+    );
+    let removed = call(
+        "kb_remove_tag",
+        json!({"path": "inbox/New idea.md", "tag": "idea"}),
+    );
     assert_eq!(removed["applied"], 1);
     let reindexed = call("kb_reindex", json!({"mode": "rebuild"}));
     assert_eq!(reindexed["total_pages"], 41);
@@ -287,7 +405,11 @@ fn error_codes_reachable_from_each_tool() {
         ("kb_remove_tag", json!({"path": "missing.md", "tag": "x"})),
     ] {
         let e = s.err(tool, args);
-        assert_eq!((code(&e), e["data"]["kind"].as_str()), (-32001, Some("NotFound")), "{tool}: {e}");
+        assert_eq!(
+            (code(&e), e["data"]["kind"].as_str()),
+            (-32001, Some("NotFound")),
+            "{tool}: {e}"
+        );
         assert_eq!(e["data"]["note_path"], "missing.md");
     }
 
@@ -308,7 +430,10 @@ fn error_codes_reachable_from_each_tool() {
         ("kb_write_page", json!({"path": "a.md"})),
         ("kb_get_page", json!({"path": 7})),
         ("kb_list_pages", json!({"cursor": "not-a-cursor-!!"})),
-        ("kb_write_page", json!({"path": "a.md", "content": "x", "expected_modified": "yesterday"})),
+        (
+            "kb_write_page",
+            json!({"path": "a.md", "content": "x", "expected_modified": "yesterday"}),
+        ),
     ] {
         let e = s.err(tool, args.clone());
         assert_eq!(code(&e), -32602, "{tool} {args}: {e}");
@@ -316,12 +441,24 @@ fn error_codes_reachable_from_each_tool() {
 
     // Conflict (-32002) with zero mutation.
     let page = s.ok("kb_get_page", json!({"path": "Home.md"}));
-    s.ok("kb_write_page", json!({"path": "Home.md", "content": "changed", "expected_modified": page["modified_at"]}));
-    let e = s.err("kb_write_page", json!({"path": "Home.md", "content": "lost?", "expected_modified": page["modified_at"]}));
+    s.ok(
+        "kb_write_page",
+        json!({"path": "Home.md", "content": "changed", "expected_modified": page["modified_at"]}),
+    );
+    let e = s.err(
+        "kb_write_page",
+        json!({"path": "Home.md", "content": "lost?", "expected_modified": page["modified_at"]}),
+    );
     assert_eq!(code(&e), -32002);
-    let e = s.err("kb_delete_page", json!({"path": "Home.md", "expected_modified": page["modified_at"]}));
+    let e = s.err(
+        "kb_delete_page",
+        json!({"path": "Home.md", "expected_modified": page["modified_at"]}),
+    );
     assert_eq!(code(&e), -32002);
-    assert_eq!(std::fs::read_to_string(dir.path().join("vault/Home.md")).unwrap(), "changed");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("vault/Home.md")).unwrap(),
+        "changed"
+    );
 
     // Unknown tool (-32601).
     let r = s.request("tools/call", json!({"name": "kb_nope", "arguments": {}}));
@@ -361,11 +498,22 @@ fn paths_outside_the_vault_are_refused_before_any_io() {
             ("kb_graph", json!({"path": path})),
         ] {
             let e = s.err(tool, args);
-            assert_eq!((e["code"].as_i64(), e["data"]["kind"].as_str()), (Some(-32602), Some("InvalidArgs")), "{tool} {path:?}: {e}");
-            assert!(!e.to_string().contains(&dir.path().display().to_string()) || path.contains(&dir.path().display().to_string()), "{e}");
+            assert_eq!(
+                (e["code"].as_i64(), e["data"]["kind"].as_str()),
+                (Some(-32602), Some("InvalidArgs")),
+                "{tool} {path:?}: {e}"
+            );
+            assert!(
+                !e.to_string().contains(&dir.path().display().to_string())
+                    || path.contains(&dir.path().display().to_string()),
+                "{e}"
+            );
         }
     }
-    assert_eq!(std::fs::read_to_string(dir.path().join("outside.md")).unwrap(), "secret");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("outside.md")).unwrap(),
+        "secret"
+    );
     assert!(!dir.path().join("new.md").exists());
     let r = s.request("resources/read", json!({"uri": "note://../outside.md"}));
     assert_eq!(r["error"]["code"], -32602);
@@ -396,7 +544,11 @@ fn concurrent_guarded_writes_to_one_note_let_exactly_one_win() {
             responses.insert(id, msg);
         }
     }
-    let winners: Vec<u64> = ids.iter().copied().filter(|id| responses[id].get("result").is_some()).collect();
+    let winners: Vec<u64> = ids
+        .iter()
+        .copied()
+        .filter(|id| responses[id].get("result").is_some())
+        .collect();
     assert_eq!(winners.len(), 1, "{responses:?}");
     for r in responses.values() {
         if r.get("error").is_some() {
@@ -404,14 +556,22 @@ fn concurrent_guarded_writes_to_one_note_let_exactly_one_win() {
         }
     }
     let winner = ids.iter().position(|id| *id == winners[0]).unwrap();
-    assert_eq!(std::fs::read_to_string(vault.join("Glossary.md")).unwrap(), format!("writer {winner}"));
+    assert_eq!(
+        std::fs::read_to_string(vault.join("Glossary.md")).unwrap(),
+        format!("writer {winner}")
+    );
 }
 
 #[test]
 fn a_second_server_on_the_same_vault_is_refused_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let _first = Server::start(dir.path());
-    let out = Command::new(env!("CARGO_BIN_EXE_stratum-mcp")).args(["--stdio", "--vault"]).arg(dir.path()).stdin(Stdio::null()).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_stratum-mcp"))
+        .args(["--stdio", "--vault"])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("another stratum-mcp process"), "{stderr}");
@@ -421,14 +581,23 @@ fn a_second_server_on_the_same_vault_is_refused_with_one_line() {
 #[test]
 fn oversized_notes_are_an_error_that_says_how_to_read_them() {
     let dir = tempfile::tempdir().unwrap();
-    let big = format!("# Big\n\n{}\n", "lorem ipsum dolor sit amet ".repeat(50_000));
+    let big = format!(
+        "# Big\n\n{}\n",
+        "lorem ipsum dolor sit amet ".repeat(50_000)
+    );
     std::fs::write(dir.path().join("big.md"), &big).unwrap();
     let mut s = Server::start(dir.path());
     let e = s.err("kb_get_page", json!({"path": "big.md"}));
     assert_eq!(e["code"], -32602);
-    assert!(e["data"]["hint"].as_str().unwrap().contains("note://"), "{e}");
+    assert!(
+        e["data"]["hint"].as_str().unwrap().contains("note://"),
+        "{e}"
+    );
     let r = s.request("resources/read", json!({"uri": "note://big.md"}));
-    assert_eq!(r["result"]["contents"][0]["text"].as_str().unwrap().len(), big.len());
+    assert_eq!(
+        r["result"]["contents"][0]["text"].as_str().unwrap().len(),
+        big.len()
+    );
     let list = s.request("resources/list", json!({}));
     assert_eq!(list["result"]["resources"][0]["uri"], "note://big.md");
 }
@@ -436,10 +605,23 @@ fn oversized_notes_are_an_error_that_says_how_to_read_them() {
 #[test]
 fn bad_command_lines_exit_2_with_one_line() {
     let run = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_stratum-mcp")).args(args).stdin(Stdio::null()).output().unwrap();
-        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned(), String::from_utf8_lossy(&out.stdout).into_owned())
+        let out = Command::new(env!("CARGO_BIN_EXE_stratum-mcp"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
     };
-    for args in [&["--vault", "/definitely/not/here"][..], &["--bogus"], &["--stdio"], &["--http", "--stdio", "--vault", "."]] {
+    for args in [
+        &["--vault", "/definitely/not/here"][..],
+        &["--bogus"],
+        &["--stdio"],
+        &["--http", "--stdio", "--vault", "."],
+    ] {
         let (code, stderr, stdout) = run(args);
         assert_eq!(code, Some(2), "{args:?}: {stderr}");
         assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
@@ -450,28 +632,67 @@ fn bad_command_lines_exit_2_with_one_line() {
     assert_eq!(code, Some(2));
     assert!(stderr.contains("not a directory"), "{stderr}");
     let (code, _, stdout) = run(&["--version"]);
-    assert_eq!((code, stdout.trim()), (Some(0), format!("stratum-mcp {}", env!("CARGO_PKG_VERSION")).as_str()));
+    assert_eq!(
+        (code, stdout.trim()),
+        (
+            Some(0),
+            format!("stratum-mcp {}", env!("CARGO_PKG_VERSION")).as_str()
+        )
+    );
 }
 
 #[test]
 fn token_cli_prints_only_the_token_and_stores_only_its_hash() {
     let dir = tempfile::tempdir().unwrap();
     let bin = env!("CARGO_BIN_EXE_stratum-mcp");
-    let out = Command::new(bin).args(["token", "create", "--vault"]).arg(dir.path()).args(["--name", "laptop"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(bin)
+        .args(["token", "create", "--vault"])
+        .arg(dir.path())
+        .args(["--name", "laptop"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(stdout.lines().count(), 1);
     let token = stdout.trim();
     assert_eq!(token.len(), 43);
     let store = std::fs::read_to_string(dir.path().join(".pkm/mcp-tokens.json")).unwrap();
     assert!(!store.contains(token));
-    let out = Command::new(bin).args(["token", "list", "--vault"]).arg(dir.path()).output().unwrap();
+    let out = Command::new(bin)
+        .args(["token", "list", "--vault"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
     let listed = String::from_utf8(out.stdout).unwrap();
-    assert!(listed.contains("laptop") && listed.contains("kb:write") && !listed.contains("kb:admin") && !listed.contains(token));
-    let out = Command::new(bin).args(["token", "create", "--vault"]).arg(dir.path()).args(["--name", "ro", "--scopes", "kb:read,kb:nope"]).output().unwrap();
+    assert!(
+        listed.contains("laptop")
+            && listed.contains("kb:write")
+            && !listed.contains("kb:admin")
+            && !listed.contains(token)
+    );
+    let out = Command::new(bin)
+        .args(["token", "create", "--vault"])
+        .arg(dir.path())
+        .args(["--name", "ro", "--scopes", "kb:read,kb:nope"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let out = Command::new(bin).args(["token", "revoke", "--vault"]).arg(dir.path()).arg("laptop").output().unwrap();
+    let out = Command::new(bin)
+        .args(["token", "revoke", "--vault"])
+        .arg(dir.path())
+        .arg("laptop")
+        .output()
+        .unwrap();
     assert!(out.status.success());
-    let out = Command::new(bin).args(["token", "revoke", "--vault"]).arg(dir.path()).arg("laptop").output().unwrap();
+    let out = Command::new(bin)
+        .args(["token", "revoke", "--vault"])
+        .arg(dir.path())
+        .arg("laptop")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

@@ -2,6 +2,7 @@
 //! and check that every acknowledged write is on disk byte-exact, that no note is truncated or
 //! interleaved, that no temp file shows up as a note, and that after an incremental reindex the
 //! store and the index agree with the files.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers fail loudly by design
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -29,7 +30,11 @@ impl Server {
             .unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut s = Server { child, stdin, stdout };
+        let mut s = Server {
+            child,
+            stdin,
+            stdout,
+        };
         s.send(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"crash","version":"1"}}}));
         assert_eq!(s.read()["id"], 0);
         s.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
@@ -63,7 +68,10 @@ impl Server {
 struct Lcg(u64);
 impl Lcg {
     fn next(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 33) % n
     }
 }
@@ -91,10 +99,16 @@ fn kill_9_during_writes_loses_no_acknowledged_write() {
         let mut ids = HashMap::new();
         for i in 0..writes {
             // Half the writes go to a few shared notes, overwriting each other.
-            let path = if rng.next(2) == 0 { format!("shared/s{}.md", rng.next(3)) } else { format!("c{cycle}/n{i}.md") };
+            let path = if rng.next(2) == 0 {
+                format!("shared/s{}.md", rng.next(3))
+            } else {
+                format!("c{cycle}/n{i}.md")
+            };
             let content = body(&format!("k{cycle}x{i}"), 200 + rng.next(20_000) as usize);
             let id = 1000 + i;
-            sent.entry(path.clone()).or_default().push((cycle, content.clone()));
+            sent.entry(path.clone())
+                .or_default()
+                .push((cycle, content.clone()));
             s.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"kb_write_page","arguments":{"path":path,"content":content}}}));
             ids.insert(id, (path, content));
         }
@@ -118,8 +132,14 @@ fn kill_9_during_writes_loses_no_acknowledged_write() {
             let on_disk = std::fs::read_to_string(vault.join(path)).unwrap();
             // The acknowledged text, or another write to the same note that was in flight with it
             // or after it (requests in flight together run concurrently, in no promised order).
-            let ok = &on_disk == content || sent[path].iter().any(|(c, v)| c >= acked_cycle && *v == on_disk);
-            assert!(ok, "cycle {cycle}: {path} holds neither its acknowledged nor a concurrent or later version");
+            let ok = &on_disk == content
+                || sent[path]
+                    .iter()
+                    .any(|(c, v)| c >= acked_cycle && *v == on_disk);
+            assert!(
+                ok,
+                "cycle {cycle}: {path} holds neither its acknowledged nor a concurrent or later version"
+            );
         }
     }
 
@@ -136,23 +156,49 @@ fn kill_9_during_writes_loses_no_acknowledged_write() {
         };
         let r = s.call(2, "kb_list_pages", args);
         let out = &r["result"]["structuredContent"];
-        listed.extend(out["pages"].as_array().unwrap().iter().map(|p| p["path"].as_str().unwrap().to_owned()));
+        listed.extend(
+            out["pages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["path"].as_str().unwrap().to_owned()),
+        );
         match out["next_cursor"].as_str() {
             Some(c) => cursor = Some(c.to_owned()),
             None => break,
         }
     }
     for path in &listed {
-        assert!(sent.contains_key(path), "{path} is not a note anyone wrote (a temp file?)");
+        assert!(
+            sent.contains_key(path),
+            "{path} is not a note anyone wrote (a temp file?)"
+        );
         let on_disk = std::fs::read_to_string(vault.join(path)).unwrap();
-        assert!(sent[path].iter().any(|(_, v)| *v == on_disk), "{path} is truncated or interleaved");
-        let tag = on_disk.lines().nth(1).unwrap().trim_start_matches("title: ").to_owned();
+        assert!(
+            sent[path].iter().any(|(_, v)| *v == on_disk),
+            "{path} is truncated or interleaved"
+        );
+        let tag = on_disk
+            .lines()
+            .nth(1)
+            .unwrap()
+            .trim_start_matches("title: ")
+            .to_owned();
         let r = s.call(3, "kb_search", json!({"query": format!("marker {tag}")}));
-        let hits = r["result"]["structuredContent"]["results"].as_array().unwrap().clone();
-        assert!(hits.iter().any(|h| h["page_path"] == json!(path)), "{path}: the index disagrees with the file");
+        let hits = r["result"]["structuredContent"]["results"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert!(
+            hits.iter().any(|h| h["page_path"] == json!(path)),
+            "{path}: the index disagrees with the file"
+        );
     }
     for path in acked.keys() {
-        assert!(listed.contains(path), "acknowledged {path} is missing from the store");
+        assert!(
+            listed.contains(path),
+            "acknowledged {path} is missing from the store"
+        );
     }
     println!("crash harness: {cycles} kill -9 cycles, {acknowledged} writes acknowledged, 0 lost");
     assert!(acknowledged > 0);

@@ -1,6 +1,7 @@
 //! The docs cannot drift from the code: the tools table of docs/advanced/mcp.md is rendered from
 //! `TOOLS`. When it differs, this test rewrites the file and fails, so a rerun passes and the
 //! diff shows in review (as rust-analyzer's `ensure_file_contents`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers fail loudly by design
 
 use std::path::Path;
 
@@ -15,6 +16,8 @@ fn tools_table_in_the_docs_matches_the_tool_table() {
     if doc[a..b] != want {
         let updated = format!("{}{}{}", &doc[..a], want, &doc[b..]);
         std::fs::write(&path, updated).unwrap();
-        panic!("docs/advanced/mcp.md tools table was out of date; it has been regenerated, rerun the tests");
+        panic!(
+            "docs/advanced/mcp.md tools table was out of date; it has been regenerated, rerun the tests"
+        );
     }
 }

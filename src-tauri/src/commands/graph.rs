@@ -13,15 +13,24 @@ pub fn get_graph_data(app: &App, path: Option<&VaultPath>, depth: usize) -> KbRe
     app.wait_ready()?;
     let resolver = app.resolver()?;
     let pages = resolver.pages();
-    let index_of: HashMap<&str, usize> = pages.iter().enumerate().map(|(i, p)| (p.path.as_str(), i)).collect();
+    let index_of: HashMap<&str, usize> = pages
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.path.as_str(), i))
+        .collect();
 
     let mut edge_set: HashSet<(usize, usize)> = HashSet::new();
     let mut edges: Vec<(usize, usize, Option<String>)> = Vec::new();
     for link in app.store.all_links().map_err(KbError::from)? {
-        let (Some(&s), Some(t)) = (index_of.get(link.source_page.as_str()), resolver.resolve(&link.target)) else {
+        let (Some(&s), Some(t)) = (
+            index_of.get(link.source_page.as_str()),
+            resolver.resolve(&link.target),
+        ) else {
             continue;
         };
-        let Some(&t) = index_of.get(t.path.as_str()) else { continue };
+        let Some(&t) = index_of.get(t.path.as_str()) else {
+            continue;
+        };
         if s != t && edge_set.insert((s, t)) {
             edges.push((s, t, link.alias));
         }
@@ -30,7 +39,9 @@ pub fn get_graph_data(app: &App, path: Option<&VaultPath>, depth: usize) -> KbRe
     let keep: Option<HashSet<usize>> = match path {
         None => None,
         Some(p) => {
-            let &start = index_of.get(p.as_str()).ok_or_else(|| KbError::not_found(p.as_str()))?;
+            let &start = index_of
+                .get(p.as_str())
+                .ok_or_else(|| KbError::not_found(p.as_str()))?;
             let mut adj: HashMap<usize, Vec<usize>> = HashMap::new();
             for &(s, t, _) in &edges {
                 adj.entry(s).or_default().push(t);
@@ -52,7 +63,10 @@ pub fn get_graph_data(app: &App, path: Option<&VaultPath>, depth: usize) -> KbRe
         }
     };
     let kept = |i: &usize| keep.as_ref().is_none_or(|k| k.contains(i));
-    let edges: Vec<(usize, usize, Option<String>)> = edges.into_iter().filter(|(s, t, _)| kept(s) && kept(t)).collect();
+    let edges: Vec<(usize, usize, Option<String>)> = edges
+        .into_iter()
+        .filter(|(s, t, _)| kept(s) && kept(t))
+        .collect();
     let mut degree: HashMap<usize, usize> = HashMap::new();
     for (s, t, _) in &edges {
         *degree.entry(*s).or_default() += 1;
@@ -73,7 +87,13 @@ pub fn get_graph_data(app: &App, path: Option<&VaultPath>, depth: usize) -> KbRe
     nodes.sort_by(|a, b| b.degree.cmp(&a.degree).then_with(|| a.path.cmp(&b.path)));
     let mut edges: Vec<GraphEdge> = edges
         .into_iter()
-        .filter_map(|(s, t, label)| Some(GraphEdge { source: pages.get(s)?.path.clone(), target: pages.get(t)?.path.clone(), label }))
+        .filter_map(|(s, t, label)| {
+            Some(GraphEdge {
+                source: pages.get(s)?.path.clone(),
+                target: pages.get(t)?.path.clone(),
+                label,
+            })
+        })
         .collect();
     edges.sort_by(|a, b| (&a.source, &a.target).cmp(&(&b.source, &b.target)));
 
@@ -108,5 +128,8 @@ pub fn resolve_link_target(app: &App, target: &str) -> KbResult<ResolveResult> {
         path: p.path.clone(),
         title: p.title.clone(),
     });
-    Ok(ResolveResult { unresolved: resolved.is_none(), resolved })
+    Ok(ResolveResult {
+        unresolved: resolved.is_none(),
+        resolved,
+    })
 }

@@ -54,14 +54,22 @@ fn read_text(app: &App, path: &VaultPath) -> KbResult<(String, std::fs::Metadata
 /// brought up to date first, so the ids returned are the ones search hits will carry.
 pub fn open_page(app: &App, path: &VaultPath) -> KbResult<NoteDocument> {
     let (text, meta) = read_text(app, path)?;
-    let mtime = meta.modified().map_err(|_| KbError::external("reading the note's mtime"))?;
+    let mtime = meta
+        .modified()
+        .map_err(|_| KbError::external("reading the note's mtime"))?;
     let prepared = prepare(path, &text, mtime, meta.len());
     let row = app.store.get_page(path).map_err(KbError::from)?;
     let fresh = row.as_ref().is_some_and(|r| r.hash == prepared.record.hash);
     if !fresh {
         crate::commands::search::reindex_page(app, path)?;
     }
-    let ids: Vec<String> = app.store.get_blocks_by_page(path).map_err(KbError::from)?.into_iter().map(|b| b.id).collect();
+    let ids: Vec<String> = app
+        .store
+        .get_blocks_by_page(path)
+        .map_err(KbError::from)?
+        .into_iter()
+        .map(|b| b.id)
+        .collect();
     Ok(document(path, text, &prepared, &ids))
 }
 
@@ -87,7 +95,10 @@ fn decode_cursor(cursor: &str) -> KbResult<String> {
 pub fn list_pages(app: &App, limit: usize, cursor: Option<&str>) -> KbResult<PageList> {
     app.wait_ready()?;
     let after = cursor.map(decode_cursor).transpose()?;
-    let mut rows = app.store.list_pages(after.as_deref(), limit + 1).map_err(KbError::from)?;
+    let mut rows = app
+        .store
+        .list_pages(after.as_deref(), limit + 1)
+        .map_err(KbError::from)?;
     let more = rows.len() > limit;
     rows.truncate(limit);
     let mut pages: Vec<PageSummary> = rows
@@ -103,13 +114,24 @@ pub fn list_pages(app: &App, limit: usize, cursor: Option<&str>) -> KbResult<Pag
     let fit = dto::fit_to_budget(&pages, dto::LIST_BUDGET_BYTES);
     let cut = fit < pages.len();
     pages.truncate(fit);
-    let next_cursor = if more || cut { pages.last().map(|p| encode_cursor(&p.path)) } else { None };
+    let next_cursor = if more || cut {
+        pages.last().map(|p| encode_cursor(&p.path))
+    } else {
+        None
+    };
     Ok(PageList { pages, next_cursor })
 }
 
 /// Creates or overwrites a note with exactly `content`, through the one write path.
-pub fn save_page(app: &App, path: &VaultPath, content: &str, expected_modified: Option<&str>) -> KbResult<NoteDocument> {
-    let (outcome, ()) = app.mutate(path, expected_modified, |_| Ok((Change::Write(content.to_owned()), ())))?;
+pub fn save_page(
+    app: &App,
+    path: &VaultPath,
+    content: &str,
+    expected_modified: Option<&str>,
+) -> KbResult<NoteDocument> {
+    let (outcome, ()) = app.mutate(path, expected_modified, |_| {
+        Ok((Change::Write(content.to_owned()), ()))
+    })?;
     match outcome {
         Outcome::Written(p, ids) => Ok(document(path, content.to_owned(), &p, &ids)),
         _ => Err(KbError::internal("save produced no write")),
@@ -117,7 +139,11 @@ pub fn save_page(app: &App, path: &VaultPath, content: &str, expected_modified: 
 }
 
 /// Deletes a note and its store and index entries.
-pub fn delete_page(app: &App, path: &VaultPath, expected_modified: Option<&str>) -> KbResult<Empty> {
+pub fn delete_page(
+    app: &App,
+    path: &VaultPath,
+    expected_modified: Option<&str>,
+) -> KbResult<Empty> {
     app.mutate(path, expected_modified, |_| Ok((Change::Delete, ())))?;
     Ok(Empty {})
 }
@@ -125,7 +151,9 @@ pub fn delete_page(app: &App, path: &VaultPath, expected_modified: Option<&str>)
 fn tag_of(tag: &str) -> KbResult<String> {
     let t = pkm_markdown::tags::normalize(tag);
     if t.is_empty() {
-        return Err(KbError::invalid("tag is empty once its leading '#' is removed"));
+        return Err(KbError::invalid(
+            "tag is empty once its leading '#' is removed",
+        ));
     }
     Ok(t)
 }
@@ -134,13 +162,18 @@ fn existing_text<'a>(current: &'a crate::write::Current, path: &VaultPath) -> Kb
     if current.bytes.is_none() {
         return Err(KbError::not_found(path.as_str()));
     }
-    current.text().ok_or_else(|| KbError::invalid(format!("Note is not valid UTF-8 text: {path}")).with_note(path.as_str()))
+    current.text().ok_or_else(|| {
+        KbError::invalid(format!("Note is not valid UTF-8 text: {path}")).with_note(path.as_str())
+    })
 }
 
 fn edit_error(e: impl std::fmt::Display, path: &VaultPath) -> KbError {
-    KbError::new(ErrorKind::InvalidArgs, format!("cannot edit the tags of {path}: {e}"))
-        .with_note(path.as_str())
-        .with_hint("Fix the note's frontmatter YAML, then retry.")
+    KbError::new(
+        ErrorKind::InvalidArgs,
+        format!("cannot edit the tags of {path}: {e}"),
+    )
+    .with_note(path.as_str())
+    .with_hint("Fix the note's frontmatter YAML, then retry.")
 }
 
 /// Adds a tag to the note's frontmatter `tags` with the smallest text edit; a note that already
@@ -154,7 +187,13 @@ pub fn add_tag(app: &App, path: &VaultPath, tag: &str) -> KbResult<TagOperationR
             None => Ok((Change::Keep, 0)),
         }
     })?;
-    Ok(TagOperationResult { path: path.as_str().to_owned(), success: true, tag, action: "add", applied })
+    Ok(TagOperationResult {
+        path: path.as_str().to_owned(),
+        success: true,
+        tag,
+        action: "add",
+        applied,
+    })
 }
 
 /// Removes a tag from frontmatter and every inline `#tag`; `applied` counts the removals.
@@ -162,8 +201,22 @@ pub fn remove_tag(app: &App, path: &VaultPath, tag: &str) -> KbResult<TagOperati
     let tag = tag_of(tag)?;
     let (_, applied) = app.mutate(path, None, |current| {
         let text = existing_text(current, path)?;
-        let (new, applied) = pkm_markdown::tags::remove_tag(text, &tag).map_err(|e| edit_error(e, path))?;
-        Ok((if applied == 0 { Change::Keep } else { Change::Write(new) }, applied))
+        let (new, applied) =
+            pkm_markdown::tags::remove_tag(text, &tag).map_err(|e| edit_error(e, path))?;
+        Ok((
+            if applied == 0 {
+                Change::Keep
+            } else {
+                Change::Write(new)
+            },
+            applied,
+        ))
     })?;
-    Ok(TagOperationResult { path: path.as_str().to_owned(), success: true, tag, action: "remove", applied })
+    Ok(TagOperationResult {
+        path: path.as_str().to_owned(),
+        success: true,
+        tag,
+        action: "remove",
+        applied,
+    })
 }

@@ -6,30 +6,53 @@ use pkm_core::{KbError, KbResult, VaultPath};
 use pkm_index::MAX_SCORE_MATCHES;
 
 use crate::app::App;
-use crate::dto::{self, AutocompleteItem, AutocompleteResult, Backlink, BacklinkList, IndexStatus, SearchHit, SearchResults};
+use crate::dto::{
+    self, AutocompleteItem, AutocompleteResult, Backlink, BacklinkList, IndexStatus, SearchHit,
+    SearchResults,
+};
 use crate::resolver::Resolver;
 use crate::scan::{self, ScanMode};
 
 fn to_results(hits: Vec<pkm_index::Hit>, total: usize, offset: usize) -> SearchResults {
     let mut results: Vec<SearchHit> = hits
         .into_iter()
-        .map(|h| SearchHit { block_id: h.block_id, content: h.content, page_path: h.page_path, snippet: h.snippet, score: h.score })
+        .map(|h| SearchHit {
+            block_id: h.block_id,
+            content: h.content,
+            page_path: h.page_path,
+            snippet: h.snippet,
+            score: h.score,
+        })
         .collect();
     let fit = dto::fit_to_budget(&results, dto::LIST_BUDGET_BYTES);
     results.truncate(fit);
     let end = offset + results.len();
     let next_offset = (end < total.min(MAX_SCORE_MATCHES)).then_some(end);
-    SearchResults { results, total, next_offset }
+    SearchResults {
+        results,
+        total,
+        next_offset,
+    }
 }
 
 /// Full-text search over blocks (BM25), `limit` hits from `offset`.
-pub fn search_blocks(app: &App, query: &str, limit: usize, offset: usize) -> KbResult<SearchResults> {
+pub fn search_blocks(
+    app: &App,
+    query: &str,
+    limit: usize,
+    offset: usize,
+) -> KbResult<SearchResults> {
     app.wait_ready()?;
     if offset >= MAX_SCORE_MATCHES {
-        return Err(KbError::invalid(format!("offset must be below {MAX_SCORE_MATCHES}, the deepest a search pages"))
-            .with_hint("Refine the query instead of paging further."));
+        return Err(KbError::invalid(format!(
+            "offset must be below {MAX_SCORE_MATCHES}, the deepest a search pages"
+        ))
+        .with_hint("Refine the query instead of paging further."));
     }
-    let page = app.index.search(query, limit, offset).map_err(KbError::from)?;
+    let page = app
+        .index
+        .search(query, limit, offset)
+        .map_err(KbError::from)?;
     Ok(to_results(page.hits, page.total, offset))
 }
 
@@ -37,7 +60,10 @@ pub fn search_blocks(app: &App, query: &str, limit: usize, offset: usize) -> KbR
 pub fn search_by_tag(app: &App, tag: &str, limit: usize) -> KbResult<SearchResults> {
     app.wait_ready()?;
     let tag = pkm_markdown::tags::normalize(tag);
-    let page = app.index.search_by_tag(&tag, limit).map_err(KbError::from)?;
+    let page = app
+        .index
+        .search_by_tag(&tag, limit)
+        .map_err(KbError::from)?;
     let mut r = to_results(page.hits, page.total, 0);
     // kb_search_by_tag takes no offset: a continuation could not be followed.
     r.next_offset = None;
@@ -54,16 +80,25 @@ pub enum CompleteKind {
 
 /// Suggestions best first: pages by title and path, tags by name, or link targets (page names,
 /// aliases and targets that do not resolve yet).
-pub fn autocomplete(app: &App, query: &str, kind: CompleteKind, limit: usize) -> KbResult<AutocompleteResult> {
+pub fn autocomplete(
+    app: &App,
+    query: &str,
+    kind: CompleteKind,
+    limit: usize,
+) -> KbResult<AutocompleteResult> {
     app.wait_ready()?;
     let items = match kind {
         CompleteKind::Page => {
             let resolver = app.resolver()?;
             let pages = resolver.pages();
             // Match on title and on path; keep each page once, at its better rank.
-            let cands: Vec<(&str, usize)> =
-                pages.iter().enumerate().flat_map(|(i, p)| [(p.title.as_str(), i), (p.path.as_str(), i)]).collect();
-            let ranked = pkm_index::autocomplete::rank(query, cands.iter().map(|(s, _)| *s), limit * 2);
+            let cands: Vec<(&str, usize)> = pages
+                .iter()
+                .enumerate()
+                .flat_map(|(i, p)| [(p.title.as_str(), i), (p.path.as_str(), i)])
+                .collect();
+            let ranked =
+                pkm_index::autocomplete::rank(query, cands.iter().map(|(s, _)| *s), limit * 2);
             let mut seen = HashSet::new();
             ranked
                 .into_iter()
@@ -71,7 +106,11 @@ pub fn autocomplete(app: &App, query: &str, kind: CompleteKind, limit: usize) ->
                 .filter(|pi| seen.insert(*pi))
                 .filter_map(|pi| pages.get(pi))
                 .take(limit)
-                .map(|p| AutocompleteItem { text: p.title.clone(), kind: "page", detail: p.path.clone() })
+                .map(|p| AutocompleteItem {
+                    text: p.title.clone(),
+                    kind: "page",
+                    detail: p.path.clone(),
+                })
                 .collect()
         }
         CompleteKind::Tag => {
@@ -94,8 +133,11 @@ pub fn autocomplete(app: &App, query: &str, kind: CompleteKind, limit: usize) ->
                 cands.extend(p.aliases.iter().map(|a| (a.clone(), p.path.clone())));
             }
             let links = app.store.all_links().map_err(KbError::from)?;
-            let mut unresolved: Vec<String> =
-                links.into_iter().filter(|l| resolver.resolve(&l.target).is_none()).map(|l| l.target).collect();
+            let mut unresolved: Vec<String> = links
+                .into_iter()
+                .filter(|l| resolver.resolve(&l.target).is_none())
+                .map(|l| l.target)
+                .collect();
             unresolved.sort();
             unresolved.dedup();
             cands.extend(unresolved.into_iter().map(|t| (t, "unresolved".to_owned())));
@@ -105,7 +147,11 @@ pub fn autocomplete(app: &App, query: &str, kind: CompleteKind, limit: usize) ->
                 .filter_map(|(i, _)| cands.get(i))
                 .filter(|(t, _)| seen.insert(t.to_lowercase()))
                 .take(limit)
-                .map(|(t, d)| AutocompleteItem { text: t.clone(), kind: "backlink", detail: d.clone() })
+                .map(|(t, d)| AutocompleteItem {
+                    text: t.clone(),
+                    kind: "backlink",
+                    detail: d.clone(),
+                })
                 .collect()
         }
     };
@@ -114,19 +160,34 @@ pub fn autocomplete(app: &App, query: &str, kind: CompleteKind, limit: usize) ->
 
 /// Blocks that link to the note (`is_linked`), and, when asked, blocks that mention its title
 /// or an alias without linking (`is_linked: false`). Links from the note itself are left out.
-pub fn get_page_backlinks(app: &App, path: &VaultPath, include_unlinked: bool) -> KbResult<BacklinkList> {
+pub fn get_page_backlinks(
+    app: &App,
+    path: &VaultPath,
+    include_unlinked: bool,
+) -> KbResult<BacklinkList> {
     app.wait_ready()?;
     let resolver = app.resolver()?;
-    let page = app.store.get_page(path).map_err(KbError::from)?.ok_or_else(|| KbError::not_found(path.as_str()))?;
+    let page = app
+        .store
+        .get_page(path)
+        .map_err(KbError::from)?
+        .ok_or_else(|| KbError::not_found(path.as_str()))?;
     let names = Resolver::names_of(&page);
     let mut seen = HashSet::new();
     let mut backlinks = Vec::new();
     for (link, content) in app.store.links_to_keys(&names).map_err(KbError::from)? {
-        if link.source_page == page.path || resolver.resolve(&link.target).map(|p| p.path.as_str()) != Some(page.path.as_str()) {
+        if link.source_page == page.path
+            || resolver.resolve(&link.target).map(|p| p.path.as_str()) != Some(page.path.as_str())
+        {
             continue;
         }
         if seen.insert(link.block_id.clone()) {
-            backlinks.push(Backlink { source_id: link.block_id, source_page: link.source_page, context: content, is_linked: true });
+            backlinks.push(Backlink {
+                source_id: link.block_id,
+                source_page: link.source_page,
+                context: content,
+                is_linked: true,
+            });
         }
     }
     if include_unlinked {
@@ -140,7 +201,12 @@ pub fn get_page_backlinks(app: &App, path: &VaultPath, include_unlinked: bool) -
                 if hit.page_path == page.path || !seen.insert(hit.block_id.clone()) {
                     continue;
                 }
-                backlinks.push(Backlink { source_id: hit.block_id, source_page: hit.page_path, context: hit.content, is_linked: false });
+                backlinks.push(Backlink {
+                    source_id: hit.block_id,
+                    source_page: hit.page_path,
+                    context: hit.content,
+                    is_linked: false,
+                });
             }
         }
     }
@@ -152,7 +218,13 @@ pub fn get_page_backlinks(app: &App, path: &VaultPath, include_unlinked: bool) -
 /// `kb_reindex`: refresh changed notes, or rebuild everything exclusively.
 pub fn rebuild_search_index(app: &App, mode: ScanMode) -> KbResult<IndexStatus> {
     let report = scan::scan(app, mode)?;
-    tracing::info!(?mode, scanned = report.scanned, updated = report.updated, removed = report.removed, "reindex done");
+    tracing::info!(
+        ?mode,
+        scanned = report.scanned,
+        updated = report.updated,
+        removed = report.removed,
+        "reindex done"
+    );
     index_status(app)
 }
 
@@ -172,6 +244,9 @@ pub fn index_status(app: &App) -> KbResult<IndexStatus> {
         indexed_pages: total_pages.saturating_sub(lagging),
         total_pages,
         indexed_blocks: app.index.doc_count(),
-        last_indexed_at: app.store.get_meta("last_indexed_at").map_err(KbError::from)?,
+        last_indexed_at: app
+            .store
+            .get_meta("last_indexed_at")
+            .map_err(KbError::from)?,
     })
 }

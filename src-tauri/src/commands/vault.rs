@@ -11,6 +11,9 @@ pub fn get_vault_info(app: &App) -> KbResult<VaultInfo> {
         page_count: app.store.page_count().map_err(KbError::from)?,
         block_count: app.store.block_count().map_err(KbError::from)?,
         index_fresh: app.index_fresh(),
-        last_indexed_at: app.store.get_meta("last_indexed_at").map_err(KbError::from)?,
+        last_indexed_at: app
+            .store
+            .get_meta("last_indexed_at")
+            .map_err(KbError::from)?,
     })
 }

@@ -97,13 +97,13 @@ pub(super) async fn check(State(state): State<HttpState>, req: Request, next: Ne
             .with_hint("Connect by a loopback name, or start the server with --allowed-host NAME.");
         return error_response(StatusCode::FORBIDDEN, &e);
     }
-    if let Some(origin) = req.headers().get(header::ORIGIN) {
-        if !origin.to_str().is_ok_and(|o| guard.origin_allowed(o)) {
-            tracing::warn!(origin = ?origin, "rejected a request from a foreign Origin");
-            let e = McpError::new(Kind::InvalidRequest, "Origin not allowed")
-                .with_hint("Start the server with --allowed-origin URL to accept this origin.");
-            return error_response(StatusCode::FORBIDDEN, &e);
-        }
+    if let Some(origin) = req.headers().get(header::ORIGIN)
+        && !origin.to_str().is_ok_and(|o| guard.origin_allowed(o))
+    {
+        tracing::warn!(origin = ?origin, "rejected a request from a foreign Origin");
+        let e = McpError::new(Kind::InvalidRequest, "Origin not allowed")
+            .with_hint("Start the server with --allowed-origin URL to accept this origin.");
+        return error_response(StatusCode::FORBIDDEN, &e);
     }
     next.run(req).await
 }

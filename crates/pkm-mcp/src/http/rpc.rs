@@ -405,25 +405,23 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
         v => (false, vec![v]),
     };
     let messages: Vec<Message> = values.into_iter().map(Message::parse).collect();
-    if !batch {
-        if let Some(Message::Invalid { id, why }) = messages.first() {
-            state.shared.metrics.error(Kind::InvalidRequest);
-            let e = McpError::new(Kind::InvalidRequest, format!("Invalid request: {why}"));
-            return json_response(StatusCode::BAD_REQUEST, &error_entry(id.clone(), &e));
-        }
+    if !batch && let Some(Message::Invalid { id, why }) = messages.first() {
+        state.shared.metrics.error(Kind::InvalidRequest);
+        let e = McpError::new(Kind::InvalidRequest, format!("Invalid request: {why}"));
+        return json_response(StatusCode::BAD_REQUEST, &error_entry(id.clone(), &e));
     }
-    if let Some(v) = parts.headers.get(PROTOCOL_HEADER) {
-        if !v
+    if let Some(v) = parts.headers.get(PROTOCOL_HEADER)
+        && !v
             .to_str()
             .is_ok_and(|v| SUPPORTED_PROTOCOL_VERSIONS.contains(&v.trim()))
-        {
-            let e = McpError::new(Kind::InvalidRequest, "Unsupported MCP-Protocol-Version")
-                .with_hint(format!(
-                    "This server speaks {}.",
-                    SUPPORTED_PROTOCOL_VERSIONS.join(" and ")
-                ));
-            return refuse(&state, batch, &messages, &e, StatusCode::BAD_REQUEST);
-        }
+    {
+        let e = McpError::new(Kind::InvalidRequest, "Unsupported MCP-Protocol-Version").with_hint(
+            format!(
+                "This server speaks {}.",
+                SUPPORTED_PROTOCOL_VERSIONS.join(" and ")
+            ),
+        );
+        return refuse(&state, batch, &messages, &e, StatusCode::BAD_REQUEST);
     }
 
     let identity = identify(&state, &parts.headers).await;

@@ -76,10 +76,10 @@ impl SessionStore {
             map.remove(id);
             return Err(Refused::Unknown);
         }
-        if let (Some(bound), Some(caller)) = (s.token.as_deref(), token) {
-            if bound != caller {
-                return Err(Refused::OtherToken);
-            }
+        if let (Some(bound), Some(caller)) = (s.token.as_deref(), token)
+            && bound != caller
+        {
+            return Err(Refused::OtherToken);
         }
         s.last_used = now;
         Ok(())

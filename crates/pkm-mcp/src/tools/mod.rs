@@ -47,7 +47,17 @@ const fn tool(
     (read_only, destructive, idempotent): (bool, bool, bool),
     handler: fn(&App, &Args) -> KbResult<Value>,
 ) -> Tool {
-    Tool { name, description, scope, input_schema: schemas.0, output_schema: schemas.1, read_only, destructive, idempotent, handler }
+    Tool {
+        name,
+        description,
+        scope,
+        input_schema: schemas.0,
+        output_schema: schemas.1,
+        read_only,
+        destructive,
+        idempotent,
+        handler,
+    }
 }
 
 /// (readOnly, destructive, idempotent)
@@ -183,7 +193,9 @@ pub fn find(name: &str) -> Option<&'static Tool> {
 
 /// The markdown table of tools for `docs/advanced/mcp.md`, rendered from `TOOLS`.
 pub fn docs_table() -> String {
-    let mut s = String::from("| Tool | Scope (rate tier) | Read-only | Destructive | Idempotent | What it does |\n|---|---|---|---|---|---|\n");
+    let mut s = String::from(
+        "| Tool | Scope (rate tier) | Read-only | Destructive | Idempotent | What it does |\n|---|---|---|---|---|---|\n",
+    );
     let yes = |b: bool| if b { "yes" } else { "no" };
     for t in TOOLS {
         s.push_str(&format!(

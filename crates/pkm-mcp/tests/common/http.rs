@@ -1,5 +1,6 @@
 //! `TestServer`: `pkm_mcp::http::router` served on a real socket (optionally with TLS), a token
 //! store with a personal token, and `post` / `call` helpers that return (status, headers, json).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers fail loudly by design
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -1,0 +1,345 @@
+#!/usr/bin/env python3
+"""Benchmark stratum-mcp against one vault: raw line-delimited JSON-RPC over stdio (no SDK) and
+Streamable HTTP with bearer auth. Prints a JSON object of figures on stdout (or writes --out).
+
+Usage: bench.py --bin PATH --vault DIR [--quick] [--out FILE]
+"""
+
+import argparse
+import http.client
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+VAULT_LOCKED = -32006
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def log(msg):
+    print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+
+def pct(xs, p):
+    """Nearest-rank percentile of xs (seconds) in milliseconds."""
+    if not xs:
+        return None
+    s = sorted(xs)
+    k = max(0, min(len(s) - 1, int(round(p / 100.0 * len(s) + 0.5)) - 1))
+    return round(s[k] * 1000.0, 3)
+
+
+class RpcError(Exception):
+    def __init__(self, err):
+        super().__init__(f"{err.get('code')}: {err.get('message')}")
+        self.code = err.get("code")
+
+
+class StdioClient:
+    """A line-delimited JSON-RPC client over the server's stdin/stdout."""
+
+    def __init__(self, binary, vault):
+        self.err = open(os.path.join(vault, ".pkm", "bench-stdio-stderr.log"), "wb")
+        self.proc = subprocess.Popen(
+            [binary, "--stdio", "--vault", vault],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
+        )
+        self.next_id = 0
+
+    def send(self, obj):
+        self.proc.stdin.write((json.dumps(obj) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def request(self, method, params=None):
+        self.next_id += 1
+        rid = self.next_id
+        msg = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"server closed stdout (exit {self.proc.poll()})")
+            resp = json.loads(line)
+            if resp.get("id") != rid:
+                continue  # a notification or a server request; not ours
+            if "error" in resp:
+                raise RpcError(resp["error"])
+            return resp["result"]
+
+    def initialize(self):
+        r = self.request("initialize", {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "stratum-bench", "version": "0"},
+        })
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return r
+
+    def call(self, name, args):
+        r = self.request("tools/call", {"name": name, "arguments": args})
+        if r.get("isError"):
+            raise RuntimeError(f"{name} returned isError: {json.dumps(r)[:300]}")
+        return r
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.err.close()
+
+
+def proc_hwm_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return None
+
+
+def proc_cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        s = f.read()
+    fields = s[s.rindex(")") + 2:].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime (fields 14 and 15)
+
+
+def note_paths(vault):
+    out = []
+    for root, dirs, files in os.walk(vault):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for f in sorted(files):
+            if f.endswith(".md"):
+                out.append(os.path.relpath(os.path.join(root, f), vault).replace(os.sep, "/"))
+    return out
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def run_index(binary, vault):
+    t0 = time.perf_counter()
+    subprocess.run([binary, "index", "--vault", vault], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def bench_stdio(a, res, paths, queries):
+    rng = random.Random(42)
+    t0 = time.perf_counter()
+    c = StdioClient(a.bin, a.vault)
+    try:
+        c.initialize()
+        while True:
+            try:
+                c.call("kb_search", {"query": queries[0]})
+                break
+            except RpcError as e:
+                if e.code != VAULT_LOCKED or time.perf_counter() - t0 > 600:
+                    raise
+                time.sleep(0.05)
+        res["warm_start_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+        log(f"warm start {res['warm_start_ms']} ms")
+
+        rounds = 1 if a.quick else 5
+        lat = [timed(lambda q=q: c.call("kb_search", {"query": q})) for _ in range(rounds) for q in queries]
+        res["search"] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99)}
+
+        n = 50 if a.quick else 200
+        sample = [rng.choice(paths) for _ in range(n)]
+        for tool, args in (
+            ("get_page", lambda p: ("kb_get_page", {"path": p})),
+            ("backlinks", lambda p: ("kb_backlinks", {"path": p})),
+            ("graph", lambda p: ("kb_graph", {"path": p, "depth": 2})),
+        ):
+            lat = [timed(lambda p=p: c.call(*args(p))) for p in sample]
+            res[tool] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99)}
+            log(f"{tool} p50 {res[tool]['p50']} ms")
+
+        nw = 20 if a.quick else 100
+        body = "---\ntitle: Bench\ntags: [bench]\n---\n# Bench\n\n- TODO write benchmark note [[%s]]\n" % paths[0][:-3]
+        lat = [timed(lambda i=i: c.call("kb_write_page", {"path": f"bench-writes/w{i:05d}.md", "content": body + f"\nnote {i}\n"}))
+               for i in range(nw)]
+        res["write"] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99)}
+        log(f"write p50 {res['write']['p50']} ms")
+
+        pid = c.proc.pid
+        res["peak_rss_mb"] = round(proc_hwm_kb(pid) / 1024.0, 1)
+        time.sleep(1.0)  # let post-write work (indexing, watcher) settle before measuring idle
+        t1, w1 = proc_cpu_ticks(pid), time.perf_counter()
+        time.sleep(5.0)
+        t2, w2 = proc_cpu_ticks(pid), time.perf_counter()
+        res["idle_cpu_pct"] = round((t2 - t1) / CLK_TCK / (w2 - w1) * 100.0, 2)
+        res["peak_rss_mb"] = round(proc_hwm_kb(pid) / 1024.0, 1)
+    finally:
+        c.close()
+    shutil.rmtree(os.path.join(a.vault, "bench-writes"), ignore_errors=True)
+
+
+def bench_incremental(a, res, paths):
+    rng = random.Random(7)
+    run_index(a.bin, a.vault)  # absorb the deletion of bench-writes/
+    for count in (1, 100):
+        for p in rng.sample(paths, min(count, len(paths))):
+            full = os.path.join(a.vault, p)
+            with open(full, "a", encoding="utf-8") as f:
+                f.write(f"\n- DONE incremental edit {rng.random():.6f} benchmarked\n")
+        res[f"incr_{count}_ms"] = round(run_index(a.bin, a.vault) * 1000, 1)
+        log(f"incremental {count}: {res[f'incr_{count}_ms']} ms")
+
+
+class HttpClient:
+    def __init__(self, port, token):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.hdr = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                    "Accept": "application/json"}
+        self.next_id = 0
+
+    def post(self, obj):
+        self.conn.request("POST", "/mcp", body=json.dumps(obj), headers=self.hdr)
+        r = self.conn.getresponse()
+        data = r.read()
+        if r.status not in (200, 202):
+            raise RuntimeError(f"HTTP {r.status}: {data[:200]!r}")
+        return r, data
+
+    def initialize(self):
+        self.next_id += 1
+        r, _ = self.post({"jsonrpc": "2.0", "id": self.next_id, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "stratum-bench", "version": "0"}}})
+        sid = r.getheader("Mcp-Session-Id")
+        if sid:
+            self.hdr["Mcp-Session-Id"] = sid
+        self.hdr["MCP-Protocol-Version"] = "2025-06-18"
+        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def search(self, q):
+        self.next_id += 1
+        _, data = self.post({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
+                             "params": {"name": "kb_search", "arguments": {"query": q}}})
+        resp = json.loads(data)
+        if "error" in resp:
+            raise RpcError(resp["error"])
+
+
+def bench_http(a, res, queries):
+    token = subprocess.run([a.bin, "token", "create", "--vault", a.vault, "--name", f"bench-{os.getpid()}"],
+                           check=True, capture_output=True, text=True).stdout.strip()
+    env = dict(os.environ, MCP_RATE_LIMIT_RPS="1000000", MCP_RATE_LIMIT_BURST="1000000")
+    proc = subprocess.Popen([a.bin, "--http", "--vault", a.vault, "--bind", "127.0.0.1:0"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    port_box = []
+    ready = threading.Event()
+
+    def drain():
+        for line in proc.stderr:
+            m = re.search(rb"listening on http://[^\s]*:(\d+)", line)
+            if m and not port_box:
+                port_box.append(int(m.group(1)))
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=drain, daemon=True).start()
+    try:
+        if not ready.wait(120) or not port_box:
+            raise RuntimeError("HTTP server did not print its listening address")
+        port = port_box[0]
+        # Wait until the index is open (first search answers).
+        w = HttpClient(port, token)
+        w.initialize()
+        t0 = time.perf_counter()
+        while True:
+            try:
+                w.search(queries[0])
+                break
+            except RpcError as e:
+                if e.code != VAULT_LOCKED or time.perf_counter() - t0 > 600:
+                    raise
+                time.sleep(0.05)
+        dur = 2.0 if a.quick else 5.0
+        res["http_calls_per_s"] = {}
+        for n in (1, 8, 32):
+            clients = [HttpClient(port, token) for _ in range(n)]
+            for cl in clients:
+                cl.initialize()
+            counts, errors = [0] * n, []
+            start = threading.Barrier(n + 1)
+            stop_at = [0.0]
+
+            def worker(i):
+                rng = random.Random(i)
+                start.wait()
+                try:
+                    while time.perf_counter() < stop_at[0]:
+                        clients[i].search(rng.choice(queries))
+                        counts[i] += 1
+                except Exception as e:  # noqa: BLE001 - reported below, fails the run
+                    errors.append(repr(e))
+
+            ts = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+            for t in ts:
+                t.start()
+            t0 = time.perf_counter()
+            stop_at[0] = t0 + dur
+            start.wait()
+            for t in ts:
+                t.join()
+            el = time.perf_counter() - t0
+            if errors:
+                raise RuntimeError(f"HTTP x{n}: {errors[0]}")
+            res["http_calls_per_s"][str(n)] = round(sum(counts) / el, 1)
+            log(f"http x{n}: {res['http_calls_per_s'][str(n)]} calls/s")
+            for cl in clients:
+                cl.conn.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Benchmark stratum-mcp on one vault.")
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--vault", required=True)
+    ap.add_argument("--quick", action="store_true", help="fewer rounds and shorter HTTP runs")
+    ap.add_argument("--out", help="write the JSON result here instead of stdout")
+    a = ap.parse_args()
+    a.bin = os.path.abspath(a.bin)
+    a.vault = os.path.abspath(a.vault)
+    with open(os.path.join(a.vault, "queries.txt"), encoding="utf-8") as f:
+        queries = [q.strip() for q in f if q.strip()]
+    paths = note_paths(a.vault)
+    res = {"notes": len(paths), "bytes": sum(os.path.getsize(os.path.join(a.vault, p)) for p in paths)}
+
+    shutil.rmtree(os.path.join(a.vault, ".pkm"), ignore_errors=True)
+    res["cold_index_s"] = round(run_index(a.bin, a.vault), 3)
+    log(f"cold index {res['cold_index_s']} s ({len(paths)} notes)")
+    bench_stdio(a, res, paths, queries)
+    bench_incremental(a, res, paths)
+    bench_http(a, res, queries)
+
+    out = json.dumps(res, indent=2)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(out + "\n")
+    else:
+        print(out)
+
+
+if __name__ == "__main__":
+    main()
