@@ -16,4 +16,9 @@ pub mod watcher;
 pub mod write;
 
 pub use app::{App, AppConfig};
+
+/// The tracing target of milestones worth telling a connected client about (an index rebuild's
+/// start, progress and end). The MCP server forwards these, with every warning, as
+/// `notifications/message`.
+pub const MILESTONE: &str = "stratum::milestone";
 pub use hooks::SaveHooks;

@@ -175,7 +175,16 @@ pub fn scan_with_progress(
         app.store.mark_index_lag(&all).map_err(KbError::from)?;
         app.index.clear().map_err(KbError::from)?;
     }
+    let started = std::time::Instant::now();
+    let what = match mode {
+        ScanMode::Rebuild => "index rebuild",
+        ScanMode::Incremental => "index update",
+    };
+    if total > 0 {
+        tracing::info!(target: crate::MILESTONE, notes = total, "{what} started");
+    }
     let done = std::sync::atomic::AtomicUsize::new(0);
+    let mut next_quarter = 1;
     for chunk in todo.chunks(CHUNK) {
         let prepared: Vec<(&FileFacts, Read)> = chunk
             .par_iter()
@@ -186,6 +195,11 @@ pub fn scan_with_progress(
             })
             .collect();
         report.updated += apply_chunk(app, prepared, &known, &lagging, mode, &mut report.skipped)?;
+        let applied = done.load(Ordering::Relaxed);
+        if applied < total && applied * 4 >= next_quarter * total {
+            next_quarter = applied * 4 / total + 1;
+            tracing::info!(target: crate::MILESTONE, done = applied, notes = total, "{what} {}% done", applied * 100 / total);
+        }
     }
 
     // Notes whose files are gone, and lagging notes whose files are gone, leave store and index.
@@ -211,6 +225,15 @@ pub fn scan_with_progress(
     app.store
         .set_meta("last_indexed_at", &pkm_core::time::now_rfc3339())
         .map_err(KbError::from)?;
+    if total > 0 {
+        tracing::info!(
+            target: crate::MILESTONE,
+            notes = report.updated,
+            skipped = report.skipped.len(),
+            elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            "{what} finished"
+        );
+    }
     Ok(report)
 }
 

@@ -201,16 +201,27 @@ pub fn token_store(vault: &Vault, explicit: Option<&Path>) -> TokenStore {
 }
 
 fn init_logging(format: LogFormat) {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=error"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(false);
-    let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
+    let fmt = match format {
+        LogFormat::Text => fmt.boxed(),
+        LogFormat::Json => fmt.json().boxed(),
     };
+    // Clients get warnings and milestones whatever RUST_LOG says about the log file.
+    let to_clients = tracing_subscriber::filter::Targets::new()
+        .with_default(tracing::Level::WARN)
+        .with_target(stratum_app::MILESTONE, tracing::Level::INFO);
+    let _ = tracing_subscriber::registry()
+        .with(fmt.with_filter(filter))
+        .with(crate::notify::layer().with_filter(to_clients))
+        .try_init();
 }
 
 fn run_token(cmd: TokenCommand) -> Result<(), Exit> {
@@ -304,6 +315,7 @@ pub(crate) fn open_app_for_serve(args: &ServeArgs) -> Result<Arc<App>, Exit> {
     };
     let app = App::open(vault, config)
         .map_err(|e| Exit(1, format!("cannot open the vault's store: {e}")))?;
+    app.add_hooks(Arc::new(crate::notify::TracingHooks));
     app.warm_up();
     Ok(app)
 }
@@ -320,9 +332,11 @@ fn run_serve(args: ServeArgs) -> Result<(), Exit> {
     if args.http {
         return crate::http::run(args);
     }
+    // Subscribed before the warm-up scan starts, so its milestones reach the client too.
+    let client_log = crate::notify::subscribe();
     let app = open_app_for_serve(&args)?;
     new_runtime()?
-        .block_on(crate::stdio::serve(StratumServer::new(app)))
+        .block_on(crate::stdio::serve(StratumServer::new(app), client_log))
         .map_err(|e| Exit(1, format!("stdio transport: {e}")))
 }
 

@@ -9,6 +9,7 @@ use stratum_app::App;
 use stratum_app::dto::RESPONSE_MAX_BYTES;
 
 use crate::errors::{Kind, McpError};
+use crate::notify::{ClientLevel, LevelFilter};
 use crate::schema;
 use crate::scope::Scope;
 use crate::tools::{self, TOOLS, Tool};
@@ -40,11 +41,24 @@ impl Caller {
 #[derive(Clone)]
 pub struct StratumServer {
     app: Arc<App>,
+    /// The least severe `notifications/message` level the stdio client wants.
+    client_log_level: Arc<LevelFilter>,
 }
 
 impl StratumServer {
     pub fn new(app: Arc<App>) -> StratumServer {
-        StratumServer { app }
+        StratumServer {
+            app,
+            client_log_level: Arc::default(),
+        }
+    }
+
+    pub fn client_log_level(&self) -> &LevelFilter {
+        &self.client_log_level
+    }
+
+    pub(crate) fn client_log_level_handle(&self) -> Arc<LevelFilter> {
+        Arc::clone(&self.client_log_level)
     }
 
     pub fn app(&self) -> &Arc<App> {
@@ -227,7 +241,18 @@ impl StratumServer {
                 })?;
                 self.read_resource(uri, caller).await?
             }
-            "logging/setLevel" => json!({}),
+            "logging/setLevel" => {
+                let level = params
+                    .get("level")
+                    .and_then(Value::as_str)
+                    .and_then(ClientLevel::parse)
+                    .ok_or_else(|| {
+                        McpError::new(Kind::InvalidArgs, "logging/setLevel needs a 'level' such as \"warning\"")
+                            .with_hint("Levels: debug, info, notice, warning, error, critical, alert, emergency.")
+                    })?;
+                self.client_log_level.set(level);
+                json!({})
+            }
             m if m.starts_with("notifications/") => return Ok(None),
             m => return Err(McpError::method_not_found(m)),
         };

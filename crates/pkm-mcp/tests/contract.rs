@@ -5,154 +5,13 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-fn example_vault() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/vault"),
-        &dir.path().join("vault"),
-    );
-    dir
-}
-
-/// A `stratum-mcp --stdio` child process and a line-delimited JSON-RPC client for it.
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Server {
-    fn start(vault: &Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_stratum-mcp"))
-            .args(["--stdio", "--vault"])
-            .arg(vault)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut s = Server {
-            child,
-            stdin,
-            stdout,
-            next_id: 0,
-        };
-        let init = s.request("initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "contract", "version": "1"}}));
-        assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
-        s.notify("notifications/initialized", json!({}));
-        s
-    }
-
-    fn send(&mut self, msg: &Value) {
-        writeln!(self.stdin, "{msg}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn notify(&mut self, method: &str, params: Value) {
-        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
-    }
-
-    /// Sends a request and returns the whole response object (with `result` or `error`).
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let mut line = String::new();
-            assert!(
-                self.stdout.read_line(&mut line).unwrap() > 0,
-                "server closed stdout"
-            );
-            let msg: Value = serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("stdout carried a non-JSON line {line:?}: {e}"));
-            if msg["id"] == json!(id) {
-                return msg;
-            }
-        }
-    }
-
-    /// Calls a tool, retrying while the vault is still warming up (VaultLocked).
-    fn call(&mut self, tool: &str, args: Value) -> Value {
-        for _ in 0..100 {
-            let r = self.request("tools/call", json!({"name": tool, "arguments": args}));
-            if r["error"]["code"] == json!(-32006)
-                && r["error"]["message"]
-                    .as_str()
-                    .unwrap_or("")
-                    .contains("being indexed")
-            {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-                continue;
-            }
-            return r;
-        }
-        panic!("vault never finished warming up")
-    }
-
-    /// Calls a tool that must succeed; returns `structuredContent` after checking the text copy.
-    fn ok(&mut self, tool: &str, args: Value) -> Value {
-        let r = self.call(tool, args.clone());
-        let result = r
-            .get("result")
-            .unwrap_or_else(|| panic!("{tool} {args} failed: {r}"));
-        let structured = result["structuredContent"].clone();
-        let text: Value =
-            serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
-        assert_eq!(
-            text, structured,
-            "content[0].text is the same object as structuredContent"
-        );
-        assert_eq!(result["content"][0]["type"], "text");
-        structured
-    }
-
-    /// Calls a tool that must fail; returns the JSON-RPC error object.
-    fn err(&mut self, tool: &str, args: Value) -> Value {
-        let r = self.call(tool, args.clone());
-        let e = r
-            .get("error")
-            .unwrap_or_else(|| panic!("{tool} {args} should have failed: {r}"))
-            .clone();
-        assert!(
-            e["data"]["kind"].is_string() && e["data"]["hint"].is_string(),
-            "{e}"
-        );
-        let msg = e["message"].as_str().unwrap();
-        assert!(
-            !msg.contains("/tmp/") && !msg.contains("panicked"),
-            "no internals in errors: {msg}"
-        );
-        e
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+mod common;
+use common::stdio::Server;
+use common::temp_example_vault as example_vault;
 
 fn schema_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas")
@@ -528,8 +387,7 @@ fn concurrent_guarded_writes_to_one_note_let_exactly_one_win() {
     // Six writes in flight at once, all guarded by the same modified_at.
     let ids: Vec<u64> = (0..6)
         .map(|i| {
-            s.next_id += 1;
-            let id = s.next_id;
+            let id = 10_000 + i;
             let args = json!({"path": "Glossary.md", "content": format!("writer {i}"), "expected_modified": base["modified_at"]});
             s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "kb_write_page", "arguments": args}}));
             id
@@ -537,9 +395,7 @@ fn concurrent_guarded_writes_to_one_note_let_exactly_one_win() {
         .collect();
     let mut responses = std::collections::HashMap::new();
     while responses.len() < ids.len() {
-        let mut line = String::new();
-        assert!(s.stdout.read_line(&mut line).unwrap() > 0);
-        let msg: Value = serde_json::from_str(&line).unwrap();
+        let msg = s.read();
         if let Some(id) = msg["id"].as_u64() {
             responses.insert(id, msg);
         }
@@ -695,4 +551,60 @@ fn token_cli_prints_only_the_token_and_stores_only_its_hash() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// Reads pings until a `notifications/message` whose message starts with `prefix` has arrived.
+fn wait_for_log(s: &mut Server, prefix: &str) -> Value {
+    for _ in 0..200 {
+        let found = s.notifications.iter().find(|n| {
+            n["method"] == "notifications/message"
+                && n["params"]["data"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with(prefix))
+        });
+        if let Some(n) = found {
+            return n.clone();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        s.request("ping", json!({}));
+    }
+    panic!("no log notification {prefix:?}; got {:?}", s.notifications)
+}
+
+#[test]
+fn stdio_clients_get_warnings_and_rebuild_milestones_as_log_notifications() {
+    let dir = example_vault();
+    let vault = dir.path().join("vault");
+    std::fs::write(vault.join("binary.md"), [0xff, 0xfe, 0x00, 0x41]).unwrap();
+    let mut s = Server::start(&vault);
+
+    // The warm-up scan's warning reaches the client even though it happened before initialize.
+    let warning = wait_for_log(&mut s, "skipping note");
+    assert_eq!(warning["params"]["level"], "warning", "{warning}");
+    assert_eq!(warning["params"]["data"]["path"], "binary.md", "{warning}");
+    assert_eq!(
+        warning["params"]["logger"], "stratum_app::scan",
+        "{warning}"
+    );
+
+    let r = s.request("logging/setLevel", json!({"level": "notice"}));
+    assert_eq!(r["result"], json!({}), "{r}");
+    s.ok("kb_reindex", json!({"mode": "rebuild"}));
+    let started = wait_for_log(&mut s, "index rebuild started");
+    assert_eq!(started["params"]["level"], "notice", "{started}");
+    let finished = wait_for_log(&mut s, "index rebuild finished");
+    assert_eq!(finished["params"]["data"]["skipped"], 1, "{finished}");
+
+    // Above the client's level, nothing is sent.
+    let r = s.request("logging/setLevel", json!({"level": "error"}));
+    assert_eq!(r["result"], json!({}), "{r}");
+    s.notifications.clear();
+    s.ok("kb_reindex", json!({"mode": "rebuild"}));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    s.request("ping", json!({}));
+    assert!(s.notifications.is_empty(), "{:?}", s.notifications);
+
+    // rmcp decodes the params before our handler runs and answers an unknown level itself.
+    let r = s.request("logging/setLevel", json!({"level": "loud"}));
+    assert!(r.get("error").is_some(), "{r}");
 }

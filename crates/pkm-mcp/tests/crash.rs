@@ -5,64 +5,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers fail loudly by design
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Stdio;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Server {
-    fn start(vault: &Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_stratum-mcp"))
-            .args(["--stdio", "--vault"])
-            .arg(vault)
-            .env("RUST_LOG", "error")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut s = Server {
-            child,
-            stdin,
-            stdout,
-        };
-        s.send(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"crash","version":"1"}}}));
-        assert_eq!(s.read()["id"], 0);
-        s.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
-        s
-    }
-    fn send(&mut self, v: &Value) {
-        writeln!(self.stdin, "{v}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-    fn read(&mut self) -> Value {
-        let mut line = String::new();
-        assert!(self.stdout.read_line(&mut line).unwrap() > 0);
-        serde_json::from_str(&line).unwrap()
-    }
-    fn call(&mut self, id: u64, tool: &str, args: Value) -> Value {
-        self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}));
-        loop {
-            let r = self.read();
-            if r["id"] == json!(id) {
-                return r;
-            }
-        }
-    }
-    fn kill9(mut self) {
-        self.child.kill().unwrap(); // SIGKILL on unix
-        self.child.wait().unwrap();
-    }
-}
+mod common;
+use common::stdio::Server;
 
 /// A small deterministic generator (no dependency needed for a test's dice).
 struct Lcg(u64);
@@ -94,7 +42,7 @@ fn kill_9_during_writes_loses_no_acknowledged_write() {
     let mut sent: HashMap<String, Vec<(u64, String)>> = HashMap::new();
     let (mut acknowledged, mut cycles) = (0usize, 0usize);
     for cycle in 0..50u64 {
-        let mut s = Server::start(vault);
+        let mut s = Server::start_with(vault, "error", Stdio::null());
         let writes = 8;
         let mut ids = HashMap::new();
         for i in 0..writes {
@@ -144,8 +92,8 @@ fn kill_9_during_writes_loses_no_acknowledged_write() {
     }
 
     // Restart, reindex, and check that the store and index agree with the files.
-    let mut s = Server::start(vault);
-    let r = s.call(1, "kb_reindex", json!({"mode": "incremental"}));
+    let mut s = Server::start_with(vault, "error", Stdio::null());
+    let r = s.call("kb_reindex", json!({"mode": "incremental"}));
     assert_eq!(r["result"]["structuredContent"]["index_fresh"], true, "{r}");
     let mut listed = Vec::new();
     let mut cursor: Option<String> = None;
@@ -154,7 +102,7 @@ fn kill_9_during_writes_loses_no_acknowledged_write() {
             Some(c) => json!({"limit": 1000, "cursor": c}),
             None => json!({"limit": 1000}),
         };
-        let r = s.call(2, "kb_list_pages", args);
+        let r = s.call("kb_list_pages", args);
         let out = &r["result"]["structuredContent"];
         listed.extend(
             out["pages"]
@@ -184,7 +132,7 @@ fn kill_9_during_writes_loses_no_acknowledged_write() {
             .unwrap()
             .trim_start_matches("title: ")
             .to_owned();
-        let r = s.call(3, "kb_search", json!({"query": format!("marker {tag}")}));
+        let r = s.call("kb_search", json!({"query": format!("marker {tag}")}));
         let hits = r["result"]["structuredContent"]["results"]
             .as_array()
             .unwrap()

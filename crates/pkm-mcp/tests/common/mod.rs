@@ -1,10 +1,18 @@
-//! Shared harness of the HTTP tests: an in-process server on 127.0.0.1:0 over a temp copy of the
-//! example vault, and a small JSON-RPC client.
+//! Shared harness of the integration tests: an in-process HTTP server over a temp copy of the
+//! example vault (`http`), the real binary over stdio (`stdio`), and vault helpers.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers fail loudly by design
 
 // Each test binary uses part of the harness.
 #![allow(dead_code)]
 
 pub mod http;
+pub mod stdio;
 
 pub use http::*;
+
+/// A temp dir holding a copy of the example vault at `<dir>/vault`.
+pub fn temp_example_vault() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&example_vault(), &dir.path().join("vault"));
+    dir
+}

@@ -1,0 +1,70 @@
+//! Frontmatter and tag edits: hostile YAML is refused, never a hang or a crash (libFuzzer's
+//! timeout and RSS limit catch both); adding a tag keeps every other frontmatter key and every
+//! body byte; removing it leaves no occurrence behind.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use pkm_markdown::block_parser::parse_page;
+use pkm_markdown::frontmatter::{self, locate};
+use pkm_markdown::tags::{add_tag, extract_inline_tags, remove_tag};
+use serde_json::Value;
+
+const TAG: &str = "fuzz-tag";
+
+/// The frontmatter without its tag keys.
+fn other_keys(text: &str) -> Option<Value> {
+    let mut v = frontmatter::parse(text).ok()??;
+    if let Value::Object(map) = &mut v {
+        map.remove("tags");
+        map.remove("tag");
+    }
+    Some(v)
+}
+
+fn body(text: &str) -> &str {
+    let start = locate(text).map_or(0, |s| s.body_start);
+    text.get(start..).unwrap_or_default()
+}
+
+fn frontmatter_tags(text: &str) -> Vec<String> {
+    match frontmatter::parse(text) {
+        Ok(Some(v)) => match v.get("tags") {
+            Some(Value::Array(a)) => a.iter().filter_map(|t| t.as_str().map(str::to_lowercase)).collect(),
+            Some(Value::String(s)) => vec![s.to_lowercase()],
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let _ = frontmatter::parse_yaml(text);
+    let before = frontmatter::parse(text);
+
+    if let Ok(Some(out)) = add_tag(text, TAG) {
+        let page = parse_page(&out, "note");
+        assert!(page.tags.iter().any(|t| t.eq_ignore_ascii_case(TAG)), "{text:?} -> {out:?}");
+        if locate(text).is_some() {
+            assert_eq!(body(text), body(&out), "body changed: {text:?} -> {out:?}");
+        } else {
+            assert!(out.ends_with(text), "body changed: {text:?} -> {out:?}");
+        }
+        if matches!(before, Ok(Some(_))) {
+            assert_eq!(other_keys(text), other_keys(&out), "{text:?} -> {out:?}");
+        }
+    }
+
+    if let Ok((out, removed)) = remove_tag(text, TAG) {
+        if removed == 0 {
+            assert_eq!(out, text);
+        }
+        assert!(
+            !extract_inline_tags(&out).iter().any(|(t, _)| t.eq_ignore_ascii_case(TAG)),
+            "{text:?} -> {out:?}"
+        );
+        assert!(!frontmatter_tags(&out).iter().any(|t| t == TAG), "{text:?} -> {out:?}");
+    }
+});

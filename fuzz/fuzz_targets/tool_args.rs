@@ -1,0 +1,80 @@
+//! Tool-argument decoding: any JSON as the arguments of any tool is either accepted or refused
+//! with a contract error; never a panic, never an Internal or External error. The first byte picks
+//! the tool. Read-only tools run for real over a copy of the example vault; tools that write are
+//! only validated, so the fixture stays the same from one input to the next.
+#![no_main]
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use libfuzzer_sys::fuzz_target;
+use pkm_core::Vault;
+use pkm_mcp::StratumServer;
+use pkm_mcp::errors::Kind;
+use pkm_mcp::server::Caller;
+use pkm_mcp::tools::TOOLS;
+use serde_json::{Value, json};
+use stratum_app::scan::{self, ScanMode};
+use stratum_app::{App, AppConfig};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    server: StratumServer,
+    runtime: tokio::runtime::Runtime,
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copy");
+        }
+    }
+}
+
+fn fixture() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("vault");
+        copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/vault"), &root);
+        let app: Arc<App> =
+            App::open(Vault::open(&root).expect("vault"), AppConfig::default()).expect("app");
+        scan::scan(&app, ScanMode::Incremental).expect("scan");
+        app.mark_ready();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        Fixture { _dir: dir, server: StratumServer::new(app), runtime }
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let Ok(args) = serde_json::from_slice::<Value>(rest) else {
+        return;
+    };
+    let tool = &TOOLS[usize::from(pick) % TOOLS.len()];
+    if !tool.read_only {
+        let _ = pkm_mcp::schema::validate(tool.name, &args);
+        return;
+    }
+    let f = fixture();
+    let params = json!({"name": tool.name, "arguments": args});
+    let result = f.runtime.block_on(f.server.call_tool(&params, &Caller::local()));
+    if let Err(e) = result {
+        assert!(
+            !matches!(e.kind, Kind::Internal | Kind::External),
+            "{}({params}) -> {:?}: {}",
+            tool.name,
+            e.kind,
+            e.message
+        );
+    }
+});
