@@ -7,7 +7,7 @@
 #   scripts/fuzz.sh markdown_roundtrip frontmatter     the named targets only
 # Seeds come from fuzz/seeds/<target>/ and the corpus grows in fuzz/corpus/<target>/ (gitignored).
 # A crash leaves its input in fuzz/artifacts/<target>/; replay it with
-#   fuzz/target/release/<target> fuzz/artifacts/<target>/crash-...
+#   fuzz/target/<host triple>/release/<target> fuzz/artifacts/<target>/crash-...
 # then make it a named regression test next to the code it broke.
 set -euo pipefail
 
@@ -18,6 +18,10 @@ ALL=(vault_path markdown_roundtrip frontmatter search_query tool_args)
 TARGETS=("$@")
 if [[ ${#TARGETS[@]} -eq 0 ]]; then TARGETS=("${ALL[@]}"); fi
 SECONDS_EACH="${FUZZ_SECONDS:-60}"
+# FUZZ_RUNS=N (with FUZZ_SEED, default 1) makes a run reproducible: N inputs from a fixed seed,
+# whatever the machine's speed. .ci/run uses it so that CI fails only on what a run here finds.
+RUNS="${FUZZ_RUNS:-}"
+SEED="${FUZZ_SEED:-1}"
 JOBS="${FUZZ_JOBS:-2}"
 
 export CARGO_TARGET_DIR="$ROOT/fuzz/target"
@@ -25,19 +29,27 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 -Cllvm-args=-sanitizer-coverage-trace-compares -Cllvm-args=-sanitizer-coverage-stack-depth \
 --cfg fuzzing"
+# An explicit --target keeps RUSTFLAGS off build scripts and proc-macros (as cargo-fuzz does).
+HOST="$(rustc -vV | sed -n 's/^host: //p')"
 bins=()
 for t in "${TARGETS[@]}"; do bins+=(--bin "$t"); done
 echo "fuzz: building ${TARGETS[*]}"
-cargo build --release --locked "${bins[@]}"
+cargo build --release --locked --target "$HOST" "${bins[@]}"
 
 run_one() {
   local t="$1"
   mkdir -p "corpus/$t" "artifacts/$t" "seeds/$t"
   local log="artifacts/$t/last-run.log"
-  if "target/release/$t" "corpus/$t" "seeds/$t" \
-      -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  local budget=(-max_total_time="$SECONDS_EACH")
+  if [[ -n "$RUNS" ]]; then
+    # A fresh corpus: the run depends only on the seeds, the seed and the binary.
+    rm -rf "corpus/$t" && mkdir -p "corpus/$t"
+    budget=(-runs="$RUNS" -seed="$SEED")
+  fi
+  if "target/$HOST/release/$t" "corpus/$t" "seeds/$t" \
+      "${budget[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
       -artifact_prefix="artifacts/$t/" -print_final_stats=1 >"$log" 2>&1; then
-    echo "fuzz: $t OK: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') runs in ${SECONDS_EACH}s"
+    echo "fuzz: $t OK: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') runs"
   else
     echo "fuzz: $t FAILED; log follows" >&2
     tail -n 40 "$log" >&2
@@ -45,5 +57,5 @@ run_one() {
   fi
 }
 export -f run_one
-export SECONDS_EACH
+export SECONDS_EACH HOST RUNS SEED
 printf '%s\n' "${TARGETS[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_one {}'

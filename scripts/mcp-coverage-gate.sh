@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
-# Coverage gate of the MCP crates (contract §14): runs `cargo test -p pkm-mcp -p stratum-app` with
-# `-C instrument-coverage` and fails when LINE coverage of crates/pkm-mcp/src plus src-tauri/src is
-# under the threshold (default 80%, override with MCP_COVERAGE_THRESHOLD). Uses rustup's llvm-tools
-# directly (no cargo-llvm-cov). Builds into target/coverage so the normal target dir is untouched.
+# Coverage gate of the MCP crates (contract §14): fails when LINE coverage of crates/pkm-mcp/src
+# plus src-tauri/src is under the threshold (default 80%, override with MCP_COVERAGE_THRESHOLD).
+# Uses rustup's llvm-tools directly (no cargo-llvm-cov).
+#   scripts/mcp-coverage-gate.sh
+#       builds `cargo test -p pkm-mcp -p stratum-app` with `-C instrument-coverage` into
+#       target/coverage (the normal target dir is untouched), runs it and reports.
+#   scripts/mcp-coverage-gate.sh --from-profiles DIR
+#       reports on profiles already written to DIR by an instrumented `cargo test --workspace
+#       --locked` run in the current environment (same RUSTFLAGS and target dir), plus whatever else
+#       ran the instrumented binary since (the client suites in .ci/run). Builds nothing.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 THRESHOLD="${MCP_COVERAGE_THRESHOLD:-80}"
-PACKAGES=(-p pkm-mcp -p stratum-app)
+FROM_PROFILES=""
+case "${1:-}" in
+  --from-profiles) FROM_PROFILES="${2:?--from-profiles needs a directory}" ;;
+  "") ;;
+  *) echo "usage: scripts/mcp-coverage-gate.sh [--from-profiles DIR]" >&2; exit 2 ;;
+esac
 # Sources outside the MCP crates: dependencies, the standard library, test code, and the core crates
 # (those have their own tests; counting them here would let them mask untested MCP handlers).
 IGNORE_REGEX='\.cargo/(registry|git)|rustc/|/tests/|crates/pkm-(core|markdown|block|index)'
@@ -24,20 +35,31 @@ for tool in llvm-profdata llvm-cov; do
   fi
 done
 
-export CARGO_TARGET_DIR="$ROOT/target/coverage"
-export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C instrument-coverage"
-PROF_DIR="$CARGO_TARGET_DIR/profraw"
-rm -rf "$PROF_DIR"
-mkdir -p "$PROF_DIR"
-# Absolute path: test binaries run with the package directory as their working directory, and the
-# stratum-mcp child processes they spawn inherit this variable, so their profiles land here too.
-export LLVM_PROFILE_FILE="$PROF_DIR/%p-%m.profraw"
+if [[ -n "$FROM_PROFILES" ]]; then
+  PROF_DIR="$(cd "$FROM_PROFILES" && pwd)"
+  TEST_ARGS=(--workspace --locked)
+  OUT_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+else
+  export CARGO_TARGET_DIR="$ROOT/target/coverage"
+  export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C instrument-coverage"
+  PROF_DIR="$CARGO_TARGET_DIR/profraw"
+  rm -rf "$PROF_DIR"
+  mkdir -p "$PROF_DIR"
+  # Absolute path: test binaries run with the package directory as their working directory, and
+  # the stratum-mcp child processes they spawn inherit this variable, so their profiles land here
+  # too. %4m: at most four files per binary, merged as processes exit.
+  export LLVM_PROFILE_FILE="$PROF_DIR/%4m.profraw"
+  TEST_ARGS=(-p pkm-mcp -p stratum-app --locked)
+  OUT_DIR="$CARGO_TARGET_DIR"
+fi
 
-# Build first and collect every executable of the two packages: the test harnesses plus the
-# stratum-mcp binary the integration tests spawn (CARGO_BIN_EXE_stratum-mcp).
-echo "mcp-coverage: building instrumented tests"
-OBJECTS_FILE="$CARGO_TARGET_DIR/coverage-objects.txt"
-cargo test "${PACKAGES[@]}" --locked --no-run --message-format=json \
+# Every executable of the two MCP crates: their test harnesses plus the stratum-mcp binary the
+# integration tests spawn (CARGO_BIN_EXE_stratum-mcp). In --from-profiles mode this is a no-op
+# build that only lists them.
+echo "mcp-coverage: listing instrumented executables"
+OBJECTS_FILE="$OUT_DIR/coverage-objects.txt"
+mkdir -p "$OUT_DIR"
+cargo test "${TEST_ARGS[@]}" --no-run --message-format=json \
   | python3 -c '
 import json, sys
 seen = []
@@ -49,7 +71,8 @@ for line in sys.stdin:
     if msg.get("reason") != "compiler-artifact":
         continue
     exe = msg.get("executable")
-    if not exe:
+    manifest = msg.get("manifest_path", "")
+    if not exe or not manifest.endswith(("crates/pkm-mcp/Cargo.toml", "src-tauri/Cargo.toml")):
         continue
     is_test = msg.get("profile", {}).get("test", False)
     is_mcp_bin = "bin" in msg.get("target", {}).get("kind", []) and msg["target"].get("name") == "stratum-mcp"
@@ -63,17 +86,17 @@ if [[ ${#OBJECTS[@]} -eq 0 ]]; then
   echo "mcp-coverage: no test executables found" >&2
   exit 1
 fi
-if ! grep -q '/stratum-mcp$' "$OBJECTS_FILE"; then
-  # Not rebuilt in this run (fresh): it is still at its fixed path in the coverage target dir.
-  if [[ -x "$CARGO_TARGET_DIR/debug/stratum-mcp" ]]; then
-    OBJECTS+=("$CARGO_TARGET_DIR/debug/stratum-mcp")
-  fi
+if ! grep -q '/stratum-mcp$' "$OBJECTS_FILE" && [[ -x "$OUT_DIR/debug/stratum-mcp" ]]; then
+  # Fresh, so not listed as an artifact: it is still at its fixed path.
+  OBJECTS+=("$OUT_DIR/debug/stratum-mcp")
 fi
 
-echo "mcp-coverage: running tests"
-cargo test "${PACKAGES[@]}" --locked
+if [[ -z "$FROM_PROFILES" ]]; then
+  echo "mcp-coverage: running tests"
+  cargo test "${TEST_ARGS[@]}"
+fi
 
-PROFDATA="$CARGO_TARGET_DIR/mcp-coverage.profdata"
+PROFDATA="$OUT_DIR/mcp-coverage.profdata"
 shopt -s nullglob
 PROFRAWS=("$PROF_DIR"/*.profraw)
 shopt -u nullglob

@@ -375,6 +375,14 @@ impl Builder<'_> {
                 // A less indented line ends the item, and the fence with it.
                 st.fence = None;
             }
+            // Four or more columns past the item's text, after paragraph text, is a lazy
+            // continuation (CommonMark: indented code cannot interrupt a paragraph), even when it
+            // looks like a bullet. The serializer relies on it to write such content back.
+            if st.pending_blanks == 0 && st.lazy_ok && cols >= st.content_col + 4 {
+                let line = lines::strip_cols(s, st.content_col);
+                self.add_item_line(line, l.end);
+                return;
+            }
             if !lines::is_thematic_break(after)
                 && let Some(b) = lines::bullet(after, cols)
             {

@@ -21,6 +21,10 @@ pub enum MarkdownError {
     /// A mapping key that is a sequence or a mapping; JSON objects need string keys.
     #[error("frontmatter has a mapping key that is not a scalar")]
     ComplexKey,
+    /// A mapping names the same key twice (YAML requires unique keys; which one wins would be a
+    /// guess, and a tag edit would change only one of them).
+    #[error("frontmatter repeats the key `{0}`")]
+    DuplicateKey(String),
     /// The top level is a scalar or a sequence, not a mapping.
     #[error("frontmatter is not a mapping of keys to values")]
     NotAMapping,

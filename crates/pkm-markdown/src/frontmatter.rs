@@ -172,6 +172,9 @@ impl Builder {
                     });
                 }
                 Some(k) => {
+                    if map.contains_key(&k) {
+                        return Err(FrontmatterError::DuplicateKey(k));
+                    }
                     map.insert(k, value);
                     *d = (*d).max(depth + 1);
                 }
@@ -199,6 +202,9 @@ impl Builder {
             Frame::Map { mut map, key, .. } => {
                 // `key:` at the end of a mapping with no value is a null value.
                 if let Some(k) = key {
+                    if map.contains_key(&k) {
+                        return Err(FrontmatterError::DuplicateKey(k));
+                    }
                     map.insert(k, Value::Null);
                 }
                 Value::Object(map)

@@ -13,19 +13,18 @@ pub(crate) struct Line {
     pub next: usize,
 }
 
-/// The lines of `text[from..]`, with absolute offsets.
+/// The lines of `text[from..]`, with absolute offsets. As in CommonMark, a line ends at `\n`,
+/// `\r\n` or a lone `\r`, so no line's text holds a line-ending character.
 pub(crate) fn lines(text: &str, from: usize) -> impl Iterator<Item = Line> + '_ {
     let mut pos = from;
     std::iter::from_fn(move || {
         let tail = text.get(pos..).filter(|t| !t.is_empty())?;
-        let (end, next) = match tail.find('\n') {
-            Some(i) => (pos + i, pos + i + 1),
+        let (end, next) = match tail.bytes().position(|b| b == b'\n' || b == b'\r') {
+            Some(i) => {
+                let crlf = tail.as_bytes().get(i..i + 2) == Some(b"\r\n".as_slice());
+                (pos + i, pos + i + if crlf { 2 } else { 1 })
+            }
             None => (text.len(), text.len()),
-        };
-        let end = if end > pos && text.as_bytes().get(end - 1) == Some(&b'\r') {
-            end - 1
-        } else {
-            end
         };
         let line = Line {
             start: pos,

@@ -276,6 +276,21 @@ pub fn remove_tag(text: &str, tag: &str) -> Result<(String, usize), TagEditError
         return Ok((text.to_owned(), 0));
     }
     let out = apply(text, edits);
+    // Removing a tag glued to the next one (`#a#b`) would turn `#b` into a tag of its own:
+    // every other inline tag must read back as it was, and this one must be gone.
+    let others = |t: &str| -> Vec<String> {
+        inline_tags(t)
+            .into_iter()
+            .map(|t| t.tag.to_lowercase())
+            .collect()
+    };
+    let mut expected = others(text);
+    expected.retain(|t| *t != key);
+    if others(&out) != expected {
+        return Err(TagEditError::UnsupportedTags(
+            "the tag is glued to the text after it".to_owned(),
+        ));
+    }
     if span.is_some() {
         let fm = frontmatter::parse(&out).ok().flatten();
         if fm.is_none_or(|fm| fm_tags(&fm).iter().any(|t| t.to_lowercase() == key)) {

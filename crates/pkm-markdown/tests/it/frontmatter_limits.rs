@@ -64,3 +64,20 @@ fn wide_but_shallow_documents_within_limits_parse() {
     let v = frontmatter::parse_yaml(&yaml).unwrap();
     assert_eq!(v.as_object().map(|o| o.len()), Some(10_000));
 }
+
+/// Fuzz (frontmatter): with `tags` given twice, removing a tag changed one list and left the other,
+/// so the note still carried the tag. Duplicate keys are invalid YAML and are now refused.
+#[test]
+fn duplicate_keys_are_refused_so_no_edit_touches_only_one() {
+    let text = "---\ntags: [a]\ntitle: T\ntags:\n  - fuzz-tag\n---\nbody\n";
+    assert_eq!(
+        frontmatter::parse(text),
+        Err(FrontmatterError::DuplicateKey("tags".into()))
+    );
+    assert!(pkm_markdown::tags::remove_tag(text, "fuzz-tag").is_err());
+    assert_eq!(
+        frontmatter::parse("---\na:\nb: 1\na:\n---\n"),
+        Err(FrontmatterError::DuplicateKey("a".into()))
+    );
+    assert!(frontmatter::parse("---\na: {x: 1}\nb: {x: 2}\n---\n").is_ok());
+}

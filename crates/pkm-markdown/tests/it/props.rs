@@ -299,4 +299,27 @@ mod regressions {
         let text = "-\n  - child\n";
         assert_eq!(serialize(&parse_page(text, "s")), text);
     }
+
+    /// Fuzz (markdown_roundtrip): a paragraph's lazy line indented like a deep bullet.
+    #[test]
+    fn paragraph_line_indented_four_past_content_stays_content() {
+        let text = "| a\n|-b\n    - WAITING c\n- d\n";
+        let first = parse_page(text, "s");
+        assert_eq!(first.blocks[0].content, "| a\n|-b\n    - WAITING c");
+        let again = parse_page(&serialize(&first), "s");
+        assert_eq!(again.blocks[0].content, first.blocks[0].content);
+        assert!(again.blocks[0].children.is_empty());
+    }
+
+    /// Fuzz (markdown_roundtrip): a lone `\r` is a line ending (CommonMark), not content that
+    /// the serializer's `\r\n` would swallow.
+    #[test]
+    fn lone_carriage_returns_end_lines() {
+        assert!(parse_page("\r\r", "s").blocks.is_empty());
+        let page = parse_page("- a\r  - b\r- c", "s");
+        assert_eq!(page.blocks.len(), 2);
+        assert_eq!(page.blocks[0].children[0].content, "b");
+        let again = parse_page(&serialize(&page), "s");
+        assert_eq!(outline(&again.blocks), outline(&page.blocks));
+    }
 }
