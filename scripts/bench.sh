@@ -23,6 +23,7 @@ if (( SMOKE )); then SIZES="1000"; QUICK="--quick"; else SIZES="${BENCH_SIZES:-1
 OUT="$ROOT/bench-out"
 mkdir -p "$OUT"
 
+LOAD=()
 if [[ -n "${BENCH_BIN:-}" ]]; then
   BIN="$(cd "$(dirname "$BENCH_BIN")" && pwd)/$(basename "$BENCH_BIN")"
   if (( ! SMOKE )); then
@@ -31,8 +32,9 @@ if [[ -n "${BENCH_BIN:-}" ]]; then
   fi
 else
   BIN="$ROOT/target/release/stratum-mcp"
-  echo "bench: building release binary"
-  cargo build --release -p pkm-mcp --locked
+  echo "bench: building release binary and the HTTP load generator"
+  cargo build --release -p pkm-mcp --locked --bin stratum-mcp --example http_load
+  LOAD=(--load-bin "$ROOT/target/release/examples/http_load")
 fi
 
 results=()
@@ -42,7 +44,7 @@ for n in $SIZES; do
   rm -rf "$vault"
   python3 scripts/bench/gen_vault.py "$vault" --notes "$n" --seed "$SEED"
   echo "bench: running on $n notes"
-  python3 scripts/bench/bench.py --bin "$BIN" --vault "$vault" $QUICK --out "$OUT/result-$n.json"
+  python3 scripts/bench/bench.py --bin "$BIN" --vault "$vault" $QUICK "${LOAD[@]}" --out "$OUT/result-$n.json"
   results+=("$OUT/result-$n.json")
 done
 

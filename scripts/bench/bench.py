@@ -270,6 +270,18 @@ def bench_http(a, res, queries):
                 time.sleep(0.05)
         dur = 2.0 if a.quick else 5.0
         res["http_calls_per_s"] = {}
+        if a.load_bin:
+            # The Rust load generator (examples/http_load.rs): one thread, so the figure is the
+            # server's, not the client's.
+            qfile = os.path.join(a.vault, ".pkm", "bench-queries.txt")
+            with open(qfile, "w") as f:
+                f.write("\n".join(queries) + "\n")
+            for n in (1, 8, 32):
+                out = subprocess.run([a.load_bin, f"http://127.0.0.1:{port}/mcp", token, str(n), str(dur), qfile],
+                                     check=True, capture_output=True, text=True).stdout
+                res["http_calls_per_s"][str(n)] = round(json.loads(out)["calls_per_s"], 1)
+                log(f"http x{n}: {res['http_calls_per_s'][str(n)]} calls/s")
+            return
         for n in (1, 8, 32):
             clients = [HttpClient(port, token) for _ in range(n)]
             for cl in clients:
@@ -318,6 +330,7 @@ def main():
     ap.add_argument("--vault", required=True)
     ap.add_argument("--quick", action="store_true", help="fewer rounds and shorter HTTP runs")
     ap.add_argument("--out", help="write the JSON result here instead of stdout")
+    ap.add_argument("--load-bin", help="HTTP load generator (examples/http_load); default: Python threads")
     a = ap.parse_args()
     a.bin = os.path.abspath(a.bin)
     a.vault = os.path.abspath(a.vault)

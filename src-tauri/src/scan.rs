@@ -168,11 +168,16 @@ pub fn scan_with_progress(
         })
         .collect();
     let total = todo.len();
+    // Every note to (re)index lags the index from here until the scan's one index commit, so a
+    // crash anywhere in between is finished by the next scan; until that commit, searches see
+    // the previous index (a rebuild never shows a half-empty one).
+    let todo_paths: Vec<&str> = todo.iter().map(|f| f.path.as_str()).collect();
+    if !todo_paths.is_empty() {
+        app.store
+            .mark_index_lag(&todo_paths)
+            .map_err(KbError::from)?;
+    }
     if mode == ScanMode::Rebuild {
-        // Every note lags the index from here until its chunk commits: a crash mid-rebuild is
-        // finished by the next scan.
-        let all: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
-        app.store.mark_index_lag(&all).map_err(KbError::from)?;
         app.index.clear().map_err(KbError::from)?;
     }
     let started = std::time::Instant::now();
@@ -183,23 +188,50 @@ pub fn scan_with_progress(
     if total > 0 {
         tracing::info!(target: crate::MILESTONE, notes = total, "{what} started");
     }
+    let ctx = ChunkContext {
+        known: &known,
+        lagging: &lagging,
+        mode,
+    };
     let done = std::sync::atomic::AtomicUsize::new(0);
-    let mut next_quarter = 1;
-    for chunk in todo.chunks(CHUNK) {
-        let prepared: Vec<(&FileFacts, Read)> = chunk
-            .par_iter()
-            .map(|f| {
-                let r = read_and_prepare(f);
-                progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
-                (*f, r)
-            })
-            .collect();
-        report.updated += apply_chunk(app, prepared, &known, &lagging, mode, &mut report.skipped)?;
-        let applied = done.load(Ordering::Relaxed);
-        if applied < total && applied * 4 >= next_quarter * total {
-            next_quarter = applied * 4 / total + 1;
-            tracing::info!(target: crate::MILESTONE, done = applied, notes = total, "{what} {}% done", applied * 100 / total);
+    let (mut applied, mut next_quarter) = (0usize, 1usize);
+    // Files are read and parsed (on every core) one chunk ahead of the store and index writes.
+    let written = std::thread::scope(|scope| -> KbResult<()> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(&FileFacts, Read)>>(1);
+        let (todo, done) = (&todo, &done);
+        scope.spawn(move || {
+            for chunk in todo.chunks(CHUNK) {
+                let prepared: Vec<(&FileFacts, Read)> = chunk
+                    .par_iter()
+                    .map(|f| {
+                        let r = read_and_prepare(f);
+                        progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+                        (*f, r)
+                    })
+                    .collect();
+                if tx.send(prepared).is_err() {
+                    break; // the writer stopped on an error
+                }
+            }
+        });
+        for prepared in rx {
+            applied += prepared.len();
+            report.updated += apply_chunk(app, prepared, &ctx, &mut report.skipped)?;
+            if applied < total && applied * 4 >= next_quarter * total {
+                next_quarter = applied * 4 / total + 1;
+                tracing::info!(target: crate::MILESTONE, done = applied, notes = total, "{what} {}% done", applied * 100 / total);
+            }
         }
+        Ok(())
+    });
+    if let Err(e) = written {
+        // The lag marks stay, so the next scan redoes these notes; the index goes back to its
+        // last commit rather than let a later save commit a rebuild's clear and half its adds.
+        let _w = app.write_lock.lock();
+        if let Err(r) = app.index.rollback() {
+            tracing::warn!(error = %r, "cannot roll the index back after a failed scan");
+        }
+        return Err(e);
     }
 
     // Notes whose files are gone, and lagging notes whose files are gone, leave store and index.
@@ -210,16 +242,21 @@ pub fn scan_with_progress(
             .map(String::as_str)
             .filter(|p| !on_disk.contains(p)),
     );
-    if !dropped.is_empty() {
+    if !todo_paths.is_empty() || !dropped.is_empty() || mode == ScanMode::Rebuild {
         let _w = app.write_lock.lock();
-        app.store.mark_index_lag(&dropped).map_err(KbError::from)?;
-        app.store.delete_pages(&gone).map_err(KbError::from)?;
-        for p in &dropped {
-            app.index.delete_page(p).map_err(KbError::from)?;
+        if !dropped.is_empty() {
+            app.store.mark_index_lag(&dropped).map_err(KbError::from)?;
+            app.store.delete_pages(&gone).map_err(KbError::from)?;
+            for p in &dropped {
+                app.index.delete_page(p).map_err(KbError::from)?;
+            }
+            report.removed = gone.len();
         }
         app.index.commit().map_err(KbError::from)?;
+        app.store
+            .clear_index_lag(&todo_paths)
+            .map_err(KbError::from)?;
         app.store.clear_index_lag(&dropped).map_err(KbError::from)?;
-        report.removed = gone.len();
     }
     app.pages_changed();
     app.store
@@ -237,14 +274,22 @@ pub fn scan_with_progress(
     Ok(report)
 }
 
-/// Writes one chunk under the write lock. A file whose mtime or size moved since it was read
-/// is read again here, so that the store never goes back to an older text.
+/// What every chunk of one scan needs to know.
+struct ChunkContext<'a> {
+    /// The store's fingerprints when the scan began.
+    known: &'a HashMap<String, (i64, u64, String)>,
+    /// Notes marked as lagging the index when the scan began.
+    lagging: &'a HashSet<String>,
+    mode: ScanMode,
+}
+
+/// Writes one chunk to the store and the index (uncommitted; the scan commits once) under the
+/// write lock. A file whose mtime or size moved since it was read is read again here, so that
+/// the store never goes back to an older text.
 fn apply_chunk(
     app: &App,
     prepared: Vec<(&FileFacts, Read)>,
-    known: &HashMap<String, (i64, u64, String)>,
-    lagging: &HashSet<String>,
-    mode: ScanMode,
+    ctx: &ChunkContext<'_>,
     skipped: &mut Vec<(String, String)>,
 ) -> KbResult<usize> {
     let _w = app.write_lock.lock();
@@ -274,12 +319,13 @@ fn apply_chunk(
             }
             Read::Ready(p) => {
                 // Same text, new mtime (a touch): refresh the fingerprint in the store only.
-                let same_text = known
+                let same_text = ctx
+                    .known
                     .get(facts.path.as_str())
                     .is_some_and(|(_, _, h)| *h == p.record.hash);
                 if same_text
-                    && mode == ScanMode::Incremental
-                    && !lagging.contains(facts.path.as_str())
+                    && ctx.mode == ScanMode::Incremental
+                    && !ctx.lagging.contains(facts.path.as_str())
                 {
                     app.store
                         .save_page(&p.record, &p.blocks)
@@ -293,22 +339,26 @@ fn apply_chunk(
     if batch.is_empty() {
         return Ok(0);
     }
-    // Mark, store, index, commit, unmark: a crash anywhere leaves the chunk marked as lagging and
-    // the next scan re-indexes it, so the store can never be ahead of the index unnoticed.
-    let paths: Vec<&str> = batch.iter().map(|p| p.record.path.as_str()).collect();
-    app.store.mark_index_lag(&paths).map_err(KbError::from)?;
     let rows: Vec<(pkm_block::PageRecord, Vec<pkm_block::NewBlock>)> = batch
         .iter()
         .map(|p| (p.record.clone(), p.blocks.clone()))
         .collect();
     let ids = app.store.save_pages(&rows).map_err(KbError::from)?;
     for (p, ids) in batch.iter().zip(&ids) {
-        app.index
-            .replace_page(p.record.path.as_str(), &p.index_docs(ids))
-            .map_err(KbError::from)?;
+        let path = p.record.path.as_str();
+        // The index holds no doc of a note the store did not know and that was not lagging
+        // (docs leave the index before their lag mark does), nor of any note after a rebuild's
+        // clear: those are added without a delete.
+        let absent = ctx.mode == ScanMode::Rebuild
+            || (!ctx.known.contains_key(path) && !ctx.lagging.contains(path));
+        let docs = p.index_docs(ids);
+        if absent {
+            app.index.add_page(path, &docs)
+        } else {
+            app.index.replace_page(path, &docs)
+        }
+        .map_err(KbError::from)?;
     }
-    app.index.commit().map_err(KbError::from)?;
-    app.store.clear_index_lag(&paths).map_err(KbError::from)?;
     Ok(batch.len())
 }
 

@@ -557,11 +557,43 @@ fn find_key(
             }
         }
     };
+    // What the edit would see must be what the YAML parser saw: a value continued on the next
+    // line (`tags:\n  a`), a tab-indented item or an escape this reader does not decode would
+    // otherwise make the edit miss or damage the value. Such files are refused, not guessed at.
+    if !shape_reads_as(text, &shape, fm.get(key_name)) {
+        return Err(unsupported());
+    }
     Ok(Some(KeyLine {
         colon,
         line_next: line.next,
         shape,
     }))
+}
+
+/// Whether the located shape holds the same value the YAML parser read for the key.
+fn shape_reads_as(text: &str, shape: &Shape, value: Option<&Value>) -> bool {
+    let scalar = |v: &Value| match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    };
+    let same_items = |items: &[Item], list: &[Value]| {
+        items.len() == list.len()
+            && items
+                .iter()
+                .zip(list)
+                .all(|(i, v)| scalar(v).is_some_and(|s| s == i.value))
+    };
+    match (shape, value) {
+        (Shape::Empty, None | Some(Value::Null)) => true,
+        (Shape::Flow(f), Some(Value::Array(list))) => same_items(&f.items, list),
+        (Shape::Block { items, .. }, Some(Value::Array(list))) => same_items(items, list),
+        (Shape::Scalar { whole, .. }, Some(v)) => {
+            scalar(v).is_some_and(|s| unquote(text.get(whole.clone()).unwrap_or_default()) == s)
+        }
+        _ => false,
+    }
 }
 
 /// The `- item` lines right under a key, and their indentation.

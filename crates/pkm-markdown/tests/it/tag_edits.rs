@@ -340,3 +340,34 @@ fn edits_that_would_not_read_back_are_refused() {
         Err(MarkdownError::UnsupportedTags(_))
     ));
 }
+
+#[test]
+fn a_value_continued_on_the_next_line_is_refused_not_missed() {
+    // Found by fuzzing (frontmatter target): `tags:` with its value on the next line is the
+    // string "fuzz-tag" to YAML; the edit saw an empty key, removed nothing and reported success.
+    let text = "---\ntitle: T\ntags:\n fuzz-tag\n---\n# T #fqzz-tag\n";
+    assert!(matches!(
+        remove_tag(text, "fuzz-tag"),
+        Err(MarkdownError::UnsupportedTags(_))
+    ));
+    // Items the reader and YAML would read differently are refused too.
+    for text in [
+        "---\ntags:\n  - a\n  -\tb\n---\n",
+        "---\ntags: a\n  b\n---\n",
+        "---\ntags: [a, b\n  c]\n---\n",
+    ] {
+        assert!(
+            matches!(
+                remove_tag(text, "a"),
+                Err(MarkdownError::UnsupportedTags(_))
+            ) || {
+                let (out, _) = remove_tag(text, "a").unwrap();
+                !pkm_markdown::block_parser::parse_page(&out, "n")
+                    .tags
+                    .iter()
+                    .any(|t| t == "a")
+            },
+            "{text:?}"
+        );
+    }
+}
