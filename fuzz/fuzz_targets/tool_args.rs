@@ -23,18 +23,9 @@ struct Fixture {
     runtime: tokio::runtime::Runtime,
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).expect("copy");
-        }
-    }
-}
+#[path = "../../tests/support/copy_dir.rs"]
+mod copy_dir;
+use copy_dir::copy_dir;
 
 fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();

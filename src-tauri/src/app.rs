@@ -11,7 +11,7 @@ use pkm_core::{KbError, KbResult, Vault};
 use pkm_index::{IndexEngine, IndexingGuard};
 
 use crate::hooks::SaveHooks;
-use crate::resolver::Resolver;
+use crate::resolver::{LinkGraph, Resolver};
 
 /// Tunables of one `App`.
 #[derive(Debug, Clone)]
@@ -53,6 +53,8 @@ pub struct App {
     /// Bumped whenever the set of pages or their names may change; invalidates `resolver`.
     pub(crate) generation: AtomicU64,
     resolver: Mutex<Option<(u64, Arc<Resolver>)>>,
+    /// The resolved link graph, for the resolver generation and store write count it was built at.
+    link_graph: Mutex<Option<(GraphKey, Arc<LinkGraph>)>>,
     pub(crate) config: AppConfig,
     /// Test seam: fails chosen steps of a save (see `write::Step`).
     pub(crate) faults: RwLock<Option<crate::write::FaultInjector>>,
@@ -103,6 +105,9 @@ fn lock_vault(vault: &Vault) -> KbResult<std::fs::File> {
     }
 }
 
+/// What a cached link graph was built from: the resolver generation and the store's write count.
+type GraphKey = (u64, u64);
+
 impl App {
     /// Opens the store and the index of `vault`. The index is recreated when it is missing,
     /// corrupt or of another schema (it is a cache of the notes). Does not scan: call
@@ -117,10 +122,15 @@ impl App {
             Ok(index) => index,
             Err(e) => {
                 tracing::warn!(error = %e, "search index unusable; recreating it");
-                IndexEngine::recreate(&vault.search_dir()).map_err(|e| {
+                let index = IndexEngine::recreate(&vault.search_dir()).map_err(|e| {
                     tracing::error!(error = %e, "cannot create the search index");
                     KbError::from(e)
-                })?
+                })?;
+                // The new index is empty: every note the store holds lags it until the next scan.
+                let stored = store.fingerprints().map_err(KbError::from)?;
+                let paths: Vec<&str> = stored.keys().map(String::as_str).collect();
+                store.mark_index_lag(&paths).map_err(KbError::from)?;
+                index
             }
         };
         Ok(Arc::new(App {
@@ -136,6 +146,7 @@ impl App {
             pending: AtomicU64::new(0),
             generation: AtomicU64::new(0),
             resolver: Mutex::new(None),
+            link_graph: Mutex::new(None),
             config,
             faults: RwLock::new(None),
             _process_lock: process_lock,
@@ -221,6 +232,26 @@ impl App {
         let resolver = Arc::new(Resolver::new(pages));
         *cached = Some((generation, Arc::clone(&resolver)));
         Ok(resolver)
+    }
+
+    /// Every resolved link of the vault, rebuilt when a page name or any stored link may have
+    /// changed; `kb_graph` then walks it instead of loading and resolving every link per call.
+    pub(crate) fn link_graph(&self) -> KbResult<Arc<LinkGraph>> {
+        // Both read before the build: a write during the build leaves a stale key, not a stale graph.
+        let key = (
+            self.generation.load(Ordering::Acquire),
+            self.store.write_count(),
+        );
+        let mut cached = self.link_graph.lock();
+        if let Some((k, g)) = cached.as_ref()
+            && *k == key
+        {
+            return Ok(Arc::clone(g));
+        }
+        let links = self.store.all_links().map_err(KbError::from)?;
+        let graph = Arc::new(LinkGraph::new(self.resolver()?, &links));
+        *cached = Some((key, Arc::clone(&graph)));
+        Ok(graph)
     }
 
     pub(crate) fn pages_changed(&self) {

@@ -5,9 +5,10 @@
 //! case-insensitively by exact path (with or without `.md`), title, frontmatter alias, file stem,
 //! in that order; within a rule the shortest path wins, then the lexicographically first.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
-use pkm_block::PageRow;
+use pkm_block::{PageRow, StoredLink};
 
 pub struct Resolver {
     pages: Vec<PageRow>,
@@ -88,5 +89,166 @@ impl Resolver {
         names.sort();
         names.dedup();
         names
+    }
+}
+
+/// The vault's links resolved to pages: one edge per (source, target) pair, self-links left out.
+pub struct LinkGraph {
+    pub resolver: Arc<Resolver>,
+    /// Per page (an index into `resolver.pages()`): its link targets in link order, each with the
+    /// alias of the first link to it.
+    pub out: Vec<Vec<(usize, Option<String>)>>,
+    /// Per page: its neighbours, links followed both ways.
+    pub adjacency: Vec<Vec<usize>>,
+}
+
+impl LinkGraph {
+    pub fn new(resolver: Arc<Resolver>, links: &[StoredLink]) -> LinkGraph {
+        let pages = resolver.pages();
+        let index_of: HashMap<&str, usize> = pages
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.path.as_str(), i))
+            .collect();
+        let mut seen: HashSet<(usize, usize)> = HashSet::new();
+        let mut out = vec![Vec::new(); pages.len()];
+        let mut adjacency = vec![Vec::new(); pages.len()];
+        for link in links {
+            let Some(&s) = index_of.get(link.source_page.as_str()) else {
+                continue;
+            };
+            let Some(&t) = resolver
+                .resolve(&link.target)
+                .and_then(|p| index_of.get(p.path.as_str()))
+            else {
+                continue;
+            };
+            if s == t || !seen.insert((s, t)) {
+                continue;
+            }
+            if let Some(o) = out.get_mut(s) {
+                o.push((t, link.alias.clone()));
+            }
+            if !seen.contains(&(t, s)) {
+                for (a, b) in [(s, t), (t, s)] {
+                    if let Some(n) = adjacency.get_mut(a) {
+                        n.push(b);
+                    }
+                }
+            }
+        }
+        LinkGraph {
+            resolver,
+            out,
+            adjacency,
+        }
+    }
+
+    /// Page indexes within `depth` hops of `start` (itself included), links followed both ways.
+    pub fn within(&self, start: usize, depth: usize) -> HashSet<usize> {
+        let mut seen = HashSet::from([start]);
+        let mut queue = std::collections::VecDeque::from([(start, 0usize)]);
+        while let Some((n, d)) = queue.pop_front() {
+            if d == depth {
+                continue;
+            }
+            for &m in self.adjacency.get(n).map(Vec::as_slice).unwrap_or(&[]) {
+                if seen.insert(m) {
+                    queue.push_back((m, d + 1));
+                }
+            }
+        }
+        seen
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(path: &str, title: &str, aliases: &[&str]) -> PageRow {
+        PageRow {
+            path: path.into(),
+            title: title.into(),
+            frontmatter_json: None,
+            aliases: aliases.iter().map(|a| (*a).to_owned()).collect(),
+            tags: Vec::new(),
+            block_count: 0,
+            mtime_ns: 0,
+            size: 0,
+            hash: String::new(),
+            modified_at: String::new(),
+        }
+    }
+
+    fn resolved(pages: &[PageRow], target: &str) -> Option<String> {
+        Resolver::new(pages.to_vec())
+            .resolve(target)
+            .map(|p| p.path.clone())
+    }
+
+    #[test]
+    fn the_rules_apply_in_order() {
+        let pages = [
+            row("projects/Example.md", "Example note", &[]),
+            row("notes/x1.md", "Great Idea", &[]),
+            row("notes/x2.md", "Second", &["GI-Alias"]),
+            row("deep/folder/Unique-Stem.md", "Something else", &[]),
+            row("intl/ueber.md", "Über Alles", &[]),
+        ];
+        let cases = [
+            // Exact path, with or without .md, any case.
+            ("projects/Example.md", "projects/Example.md"),
+            ("PROJECTS/EXAMPLE.MD", "projects/Example.md"),
+            ("projects/example", "projects/Example.md"),
+            // Title, including non-ASCII case folding.
+            ("great idea", "notes/x1.md"),
+            ("ÜBER ALLES", "intl/ueber.md"),
+            // Frontmatter alias.
+            ("gi-alias", "notes/x2.md"),
+            // File stem, with or without .md.
+            ("unique-stem", "deep/folder/Unique-Stem.md"),
+            ("Unique-Stem.md", "deep/folder/Unique-Stem.md"),
+            // Heading, block and alias parts are stripped.
+            ("Great Idea#Section", "notes/x1.md"),
+            ("Great Idea^abc123", "notes/x1.md"),
+            ("Great Idea|shown text", "notes/x1.md"),
+            ("Great Idea#^blk", "notes/x1.md"),
+            (" Great Idea #H|a", "notes/x1.md"),
+        ];
+        for (target, path) in cases {
+            assert_eq!(
+                resolved(&pages, target).as_deref(),
+                Some(path),
+                "{target:?}"
+            );
+        }
+        for target in ["nothing here", "", "#only-heading", "|alias only", "notes"] {
+            assert_eq!(resolved(&pages, target), None, "{target:?}");
+        }
+    }
+
+    #[test]
+    fn an_earlier_rule_wins_then_the_shortest_path() {
+        let mut pages = vec![row("a/alpha.md", "Beta", &[]), row("b/beta.md", "B", &[])];
+        // "beta" is a title and a stem: the title comes first.
+        assert_eq!(resolved(&pages, "beta").as_deref(), Some("a/alpha.md"));
+        // "alpha" is a stem and an alias: the alias comes first.
+        pages.push(row("c/c.md", "C", &["Alpha"]));
+        assert_eq!(resolved(&pages, "alpha").as_deref(), Some("c/c.md"));
+        // "gamma" is an alias and a title: the title comes first.
+        pages.push(row("d/d.md", "D", &["gamma"]));
+        pages.push(row("e/e.md", "Gamma", &[]));
+        assert_eq!(resolved(&pages, "gamma").as_deref(), Some("e/e.md"));
+        // "a/alpha" is a path and a title: the path comes first.
+        pages.push(row("f/f.md", "a/alpha", &[]));
+        assert_eq!(resolved(&pages, "a/alpha").as_deref(), Some("a/alpha.md"));
+        // Within a rule: the shortest path, then the lexicographically first.
+        for p in ["zz/dup.md", "long/dup.md", "aa/dup.md"] {
+            pages.push(row(p, "t", &[]));
+        }
+        assert_eq!(resolved(&pages, "dup").as_deref(), Some("aa/dup.md"));
+        pages.push(row("x/dup.md", "x", &[]));
+        assert_eq!(resolved(&pages, "DUP").as_deref(), Some("x/dup.md"));
     }
 }

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
+use pkm_block::StoreError;
 use pkm_core::{KbError, KbResult, VaultPath};
 use rayon::prelude::*;
 
@@ -118,21 +119,27 @@ pub fn scan_with_progress(
     mode: ScanMode,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> KbResult<ScanReport> {
-    let _exclusive = match mode {
-        ScanMode::Rebuild => Some(
+    // A rebuild, and the first scan after start (which builds the store of a new vault), hold
+    // the vault exclusively and write the store in one transaction (see `apply`); writers wait
+    // up to their budget, then get VaultLocked. Later scans let writers in between chunks.
+    let bulk = mode == ScanMode::Rebuild || !app.is_ready();
+    let _exclusive = if bulk {
+        Some(
             app.guard
                 .exclusive(app.config.write_budget)
                 .ok_or_else(|| KbError::locked(5))?,
-        ),
-        ScanMode::Incremental => None,
+        )
+    } else {
+        None
     };
-    let _shared = match mode {
-        ScanMode::Incremental => Some(
+    let _shared = if bulk {
+        None
+    } else {
+        Some(
             app.guard
                 .shared(app.config.write_budget)
                 .ok_or_else(|| KbError::locked(5))?,
-        ),
-        ScanMode::Rebuild => None,
+        )
     };
     let files = list_files(app);
     let known = app.store.fingerprints().map_err(KbError::from)?;
@@ -200,7 +207,12 @@ pub fn scan_with_progress(
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(&FileFacts, Read)>>(1);
         let (todo, done) = (&todo, &done);
         scope.spawn(move || {
-            for chunk in todo.chunks(CHUNK) {
+            for chunk in todo.chunks(
+                std::env::var("XCHUNK")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(CHUNK),
+            ) {
                 let prepared: Vec<(&FileFacts, Read)> = chunk
                     .par_iter()
                     .map(|f| {
@@ -214,15 +226,28 @@ pub fn scan_with_progress(
                 }
             }
         });
-        for prepared in rx {
-            applied += prepared.len();
-            report.updated += apply_chunk(app, prepared, &ctx, &mut report.skipped)?;
-            if applied < total && applied * 4 >= next_quarter * total {
-                next_quarter = applied * 4 / total + 1;
-                tracing::info!(target: crate::MILESTONE, done = applied, notes = total, "{what} {}% done", applied * 100 / total);
+        let mut apply = |save: SavePages<'_>| {
+            for prepared in &rx {
+                applied += prepared.len();
+                // Per chunk unless the caller holds it for the whole scan.
+                let _w = (!bulk).then(|| app.write_lock.lock());
+                report.updated += apply_chunk(app, prepared, &ctx, &mut report.skipped, save)?;
+                if applied < total && applied * 4 >= next_quarter * total {
+                    next_quarter = applied * 4 / total + 1;
+                    tracing::info!(target: crate::MILESTONE, done = applied, notes = total, "{what} {}% done", applied * 100 / total);
+                }
             }
+            Ok::<(), KbError>(())
+        };
+        if bulk {
+            // Nobody else writes meanwhile (the exclusive guard), so one transaction and the
+            // write lock for the whole scan.
+            let _w = app.write_lock.lock();
+            app.store
+                .in_one_transaction(|w| apply(&|rows| w.save_pages(rows)))
+        } else {
+            apply(&|rows| app.store.save_pages(rows))
         }
-        Ok(())
     });
     if let Err(e) = written {
         // The lag marks stay, so the next scan redoes these notes; the index goes back to its
@@ -283,16 +308,23 @@ struct ChunkContext<'a> {
     mode: ScanMode,
 }
 
-/// Writes one chunk to the store and the index (uncommitted; the scan commits once) under the
-/// write lock. A file whose mtime or size moved since it was read is read again here, so that
-/// the store never goes back to an older text.
+/// A page's store rows: what [`pkm_block::BlockStore::save_pages`] takes.
+type PageRows = (pkm_block::PageRecord, Vec<pkm_block::NewBlock>);
+
+/// Saves pages to the store (one transaction per call, or into the scan's one transaction) and
+/// returns each page's block ids.
+type SavePages<'a> = &'a dyn Fn(&[PageRows]) -> Result<Vec<Vec<String>>, StoreError>;
+
+/// Writes one chunk to the store (through `save`) and the index (uncommitted; the scan commits
+/// once). The caller holds the write lock. A file whose mtime or size moved since it was read is
+/// read again here, so that the store never goes back to an older text.
 fn apply_chunk(
     app: &App,
     prepared: Vec<(&FileFacts, Read)>,
     ctx: &ChunkContext<'_>,
     skipped: &mut Vec<(String, String)>,
+    save: SavePages<'_>,
 ) -> KbResult<usize> {
-    let _w = app.write_lock.lock();
     let mut batch: Vec<Prepared> = Vec::with_capacity(prepared.len());
     for (facts, read) in prepared {
         let now = std::fs::metadata(&facts.abs).ok();
@@ -327,9 +359,7 @@ fn apply_chunk(
                     && ctx.mode == ScanMode::Incremental
                     && !ctx.lagging.contains(facts.path.as_str())
                 {
-                    app.store
-                        .save_page(&p.record, &p.blocks)
-                        .map_err(KbError::from)?;
+                    save(&[(p.record.clone(), p.blocks.clone())]).map_err(KbError::from)?;
                 } else {
                     batch.push(*p);
                 }
@@ -339,11 +369,11 @@ fn apply_chunk(
     if batch.is_empty() {
         return Ok(0);
     }
-    let rows: Vec<(pkm_block::PageRecord, Vec<pkm_block::NewBlock>)> = batch
+    let rows: Vec<PageRows> = batch
         .iter()
         .map(|p| (p.record.clone(), p.blocks.clone()))
         .collect();
-    let ids = app.store.save_pages(&rows).map_err(KbError::from)?;
+    let ids = save(&rows).map_err(KbError::from)?;
     for (p, ids) in batch.iter().zip(&ids) {
         let path = p.record.path.as_str();
         // The index holds no doc of a note the store did not know and that was not lagging

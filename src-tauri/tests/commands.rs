@@ -10,18 +10,9 @@ use stratum_app::commands::{graph, page, search, vault};
 use stratum_app::scan::{self, ScanMode};
 use stratum_app::{App, AppConfig};
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
+#[path = "../../tests/support/copy_dir.rs"]
+mod copy_dir;
+use copy_dir::copy_dir;
 
 fn example_vault() -> (tempfile::TempDir, Arc<App>) {
     let dir = tempfile::tempdir().unwrap();
@@ -332,6 +323,77 @@ fn search_tags_autocomplete_graph_on_the_example_vault() {
         near.edges
             .iter()
             .all(|e| ids.contains(e.source.as_str()) && ids.contains(e.target.as_str()))
+    );
+}
+
+#[test]
+fn a_recreated_index_is_filled_again_by_the_next_scan() {
+    let (dir, app) = example_vault();
+    let before = search::search_blocks(&app, "compaction", 50, 0)
+        .unwrap()
+        .total;
+    assert!(before > 0);
+    drop(app);
+    // An index of another schema version (an older binary) is recreated empty on open.
+    std::fs::write(
+        dir.path().join(".pkm/search/pkm-schema-version"),
+        "pkm-index/0\n",
+    )
+    .unwrap();
+    let app = open(dir.path());
+    assert_eq!(
+        search::search_blocks(&app, "compaction", 50, 0)
+            .unwrap()
+            .total,
+        before
+    );
+    assert!(app.index_fresh());
+}
+
+#[test]
+fn the_graph_follows_every_write() {
+    let (_dir, app) = empty_vault();
+    let edges = |app: &App, from: Option<&str>| {
+        let from = from.map(|f| vp(app, f));
+        let g = graph::get_graph_data(app, from.as_ref(), 1).unwrap();
+        let mut e: Vec<(String, String)> =
+            g.edges.into_iter().map(|e| (e.source, e.target)).collect();
+        e.sort();
+        e
+    };
+    let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+    page::save_page(
+        &app,
+        &vp(&app, "a.md"),
+        "- to [[b]] and [[B|again]]\n",
+        None,
+    )
+    .unwrap();
+    for p in ["b.md", "c.md", "d.md"] {
+        page::save_page(&app, &vp(&app, p), "- nothing yet\n", None).unwrap();
+    }
+    assert_eq!(edges(&app, None), [pair("a.md", "b.md")]);
+    // New links, no page created or renamed: the cached graph must not answer.
+    page::save_page(&app, &vp(&app, "b.md"), "- now [[c]]\n", None).unwrap();
+    assert_eq!(
+        edges(&app, None),
+        [pair("a.md", "b.md"), pair("b.md", "c.md")]
+    );
+    page::save_page(&app, &vp(&app, "c.md"), "- back to [[a]]\n", None).unwrap();
+    page::save_page(&app, &vp(&app, "d.md"), "- far from [[a]]\n", None).unwrap();
+    // One hop from b: a and c, and only the edges between kept pages.
+    assert_eq!(
+        edges(&app, Some("b.md")),
+        [
+            pair("a.md", "b.md"),
+            pair("b.md", "c.md"),
+            pair("c.md", "a.md")
+        ]
+    );
+    page::delete_page(&app, &vp(&app, "c.md"), None).unwrap();
+    assert_eq!(
+        edges(&app, None),
+        [pair("a.md", "b.md"), pair("d.md", "a.md")]
     );
 }
 

@@ -78,11 +78,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let all = store.all_pages()?;
     println!("all_pages ({}): {:?}", all.len(), t.elapsed());
     let t = Instant::now();
-    for i in 0..1000 {
-        store.resolve_link_target_path(&format!("n{}", i * 7 % pages))?;
-    }
-    println!("1000 resolves (alias rule): {:?}", t.elapsed());
-    let t = Instant::now();
     for _ in 0..1000 {
         store.get_meta("nothing")?;
     }
@@ -92,15 +87,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         store.get_page(&batch[i * 7 % pages].0.path)?;
     }
     println!("1000 get_page: {:?}", t.elapsed());
-    let t = Instant::now();
-    for i in 0..1000 {
-        store.resolve_link_target_path(&format!(
-            "folder{}/note-{}",
-            (i * 7 % pages) % 50,
-            i * 7 % pages
-        ))?;
-    }
-    println!("1000 resolves (path rule): {:?}", t.elapsed());
     let t = Instant::now();
     let links = store.all_links()?;
     println!("all_links ({}): {:?}", links.len(), t.elapsed());

@@ -17,4 +17,4 @@ mod write;
 pub use error::StoreError;
 pub use model::{NewBlock, NewLink, PageRecord, PageRow, StoredBlock, StoredLink};
 pub use schema::SCHEMA_VERSION;
-pub use store::BlockStore;
+pub use store::{BlockStore, PageWriter};

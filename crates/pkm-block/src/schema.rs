@@ -7,7 +7,7 @@ use crate::error::StoreError;
 
 /// Migration `n` (1-based) takes the schema from version `n - 1` to `n`. Append only: a released
 /// migration is never edited.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -113,6 +113,16 @@ const V2: &str = "
 CREATE TABLE index_lag (
     path TEXT PRIMARY KEY NOT NULL
 ) WITHOUT ROWID;
+";
+
+// Link targets are resolved in memory (`stratum_app::resolver`), so the lookup indexes on the
+// page keys only cost time on every page write.
+const V3: &str = "
+DROP INDEX pages_path_key;
+DROP INDEX pages_slug_key;
+DROP INDEX pages_stem_key;
+DROP INDEX pages_title_key;
+DROP INDEX page_aliases_key;
 ";
 
 /// Brings the schema up to [`SCHEMA_VERSION`], each migration in its own transaction together

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -31,6 +32,26 @@ pub struct BlockStore {
     path: PathBuf,
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
+    /// Committed write transactions so far: caches derived from the store compare it.
+    writes: AtomicU64,
+}
+
+/// Saves pages inside a transaction opened by [`BlockStore::in_one_transaction`].
+pub struct PageWriter<'a> {
+    tx: &'a Connection,
+}
+
+impl PageWriter<'_> {
+    /// [`BlockStore::save_page`] for each page, in order; returns each page's block ids.
+    pub fn save_pages(
+        &self,
+        pages: &[(PageRecord, Vec<NewBlock>)],
+    ) -> Result<Vec<Vec<String>>, StoreError> {
+        pages
+            .iter()
+            .map(|(page, blocks)| write::save_page(self.tx, page, blocks))
+            .collect()
+    }
 }
 
 /// A poisoned lock only means another thread panicked while holding it; the connection inside is
@@ -95,6 +116,7 @@ impl BlockStore {
             path: db_path.to_path_buf(),
             writer: Mutex::new(conn),
             readers: Mutex::new(Vec::new()),
+            writes: AtomicU64::new(0),
         })
     }
 
@@ -138,7 +160,14 @@ impl BlockStore {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let out = f(&tx)?;
         tx.commit()?;
+        self.writes.fetch_add(1, Ordering::AcqRel);
         Ok(out)
+    }
+
+    /// The number of write transactions committed through this handle. Read it before reading
+    /// the store to build a cache; the cache is current while the number is unchanged.
+    pub fn write_count(&self) -> u64 {
+        self.writes.load(Ordering::Acquire)
     }
 
     /// Replaces a page's row, blocks, links and tags in one transaction; returns the block ids in
@@ -158,12 +187,25 @@ impl BlockStore {
         &self,
         pages: &[(PageRecord, Vec<NewBlock>)],
     ) -> Result<Vec<Vec<String>>, StoreError> {
-        self.write(|tx| {
-            pages
-                .iter()
-                .map(|(page, blocks)| write::save_page(tx, page, blocks))
-                .collect()
-        })
+        self.write(|tx| PageWriter { tx }.save_pages(pages))
+    }
+
+    /// Runs `f` with a [`PageWriter`] whose saves all go into one write transaction, committed
+    /// when `f` returns `Ok` and rolled back otherwise. For a large vault scan: a transaction per
+    /// chunk would write every page of the block-id index (random UUIDs) to the WAL once per
+    /// chunk. Other writes through this store wait until `f` returns.
+    pub fn in_one_transaction<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce(&PageWriter<'_>) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let mut conn = lock(&self.writer);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(StoreError::from)?;
+        let out = f(&PageWriter { tx: &tx })?;
+        tx.commit().map_err(StoreError::from)?;
+        self.writes.fetch_add(1, Ordering::AcqRel);
+        Ok(out)
     }
 
     /// Removes a page and everything attached to it; `true` if it existed.
@@ -234,14 +276,6 @@ impl BlockStore {
     /// Every link, ordered by source page, then document order; for the graph.
     pub fn all_links(&self) -> Result<Vec<StoredLink>, StoreError> {
         self.read(read::all_links)
-    }
-
-    /// Resolves a wiki-link target to a page. Strips `|alias`, `#heading` and `^block` parts, then
-    /// matches case-insensitively, first rule that hits wins: exact path (with or without `.md`),
-    /// slug, title, frontmatter alias, file stem. Within a rule the shortest path wins, then the
-    /// lexicographically smallest.
-    pub fn resolve_link_target_path(&self, target: &str) -> Result<Option<PageRow>, StoreError> {
-        self.read(|c| read::resolve(c, target))
     }
 
     /// Paths of the pages carrying page tag `tag` (case-insensitive), sorted.

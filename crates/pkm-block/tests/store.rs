@@ -68,13 +68,6 @@ fn contents(store: &BlockStore, path: &str) -> Vec<String> {
         .collect()
 }
 
-fn resolved(store: &BlockStore, target: &str) -> Option<String> {
-    store
-        .resolve_link_target_path(target)
-        .unwrap()
-        .map(|p| p.path)
-}
-
 #[test]
 fn store_is_send_and_sync() {
     fn check<T: Send + Sync>() {}
@@ -483,129 +476,6 @@ fn list_pages_keyset_paging_returns_every_page_once() {
 }
 
 #[test]
-fn resolve_link_target_follows_the_rules_in_order() {
-    let (_dir, store) = open();
-    store
-        .save_page(&page("projects/Example.md", "Example note"), &[])
-        .unwrap();
-    store
-        .save_page(&page("notes/x1.md", "Great Idea"), &[])
-        .unwrap();
-    store
-        .save_page(
-            &PageRecord {
-                aliases: vec!["GI-Alias".into()],
-                ..page("notes/x2.md", "Second")
-            },
-            &[],
-        )
-        .unwrap();
-    store
-        .save_page(&page("deep/folder/Unique-Stem.md", "Something else"), &[])
-        .unwrap();
-    store
-        .save_page(&page("intl/ueber.md", "Über Alles"), &[])
-        .unwrap();
-
-    // Exact path, with or without .md, any case.
-    assert_eq!(
-        resolved(&store, "projects/Example.md").as_deref(),
-        Some("projects/Example.md")
-    );
-    assert_eq!(
-        resolved(&store, "PROJECTS/EXAMPLE.MD").as_deref(),
-        Some("projects/Example.md")
-    );
-    // Slug.
-    assert_eq!(
-        resolved(&store, "projects/example").as_deref(),
-        Some("projects/Example.md")
-    );
-    // Title, including non-ASCII case folding.
-    assert_eq!(
-        resolved(&store, "great idea").as_deref(),
-        Some("notes/x1.md")
-    );
-    assert_eq!(
-        resolved(&store, "ÜBER ALLES").as_deref(),
-        Some("intl/ueber.md")
-    );
-    // Frontmatter alias.
-    assert_eq!(resolved(&store, "gi-alias").as_deref(), Some("notes/x2.md"));
-    // File stem, with or without .md.
-    assert_eq!(
-        resolved(&store, "unique-stem").as_deref(),
-        Some("deep/folder/Unique-Stem.md")
-    );
-    assert_eq!(
-        resolved(&store, "Unique-Stem.md").as_deref(),
-        Some("deep/folder/Unique-Stem.md")
-    );
-
-    // Heading, block and alias parts are stripped.
-    for t in [
-        "Great Idea#Section",
-        "Great Idea^abc123",
-        "Great Idea|shown text",
-        "Great Idea#^blk",
-        " Great Idea #H|a",
-    ] {
-        assert_eq!(resolved(&store, t).as_deref(), Some("notes/x1.md"), "{t}");
-    }
-    for t in ["nothing here", "", "#only-heading", "|alias only", "notes"] {
-        assert_eq!(resolved(&store, t), None, "{t:?}");
-    }
-    let row = store
-        .resolve_link_target_path("great idea")
-        .unwrap()
-        .unwrap();
-    assert_eq!(row.title, "Great Idea");
-}
-
-#[test]
-fn resolve_link_target_rule_priority_and_tie_break() {
-    let (_dir, store) = open();
-    // "beta" is the title of a/alpha.md and the stem of b/beta.md: title comes first.
-    store.save_page(&page("a/alpha.md", "Beta"), &[]).unwrap();
-    store.save_page(&page("b/beta.md", "B"), &[]).unwrap();
-    assert_eq!(resolved(&store, "beta").as_deref(), Some("a/alpha.md"));
-    // "alpha" is the stem of a/alpha.md and an alias of c/c.md: alias comes first.
-    store
-        .save_page(
-            &PageRecord {
-                aliases: vec!["Alpha".into()],
-                ..page("c/c.md", "C")
-            },
-            &[],
-        )
-        .unwrap();
-    assert_eq!(resolved(&store, "alpha").as_deref(), Some("c/c.md"));
-    // "gamma" is an alias of d/d.md and the title of e/e.md: title comes first.
-    store
-        .save_page(
-            &PageRecord {
-                aliases: vec!["gamma".into()],
-                ..page("d/d.md", "D")
-            },
-            &[],
-        )
-        .unwrap();
-    store.save_page(&page("e/e.md", "Gamma"), &[]).unwrap();
-    assert_eq!(resolved(&store, "gamma").as_deref(), Some("e/e.md"));
-    // "a/alpha" is a path and the title of f/f.md: the path comes first.
-    store.save_page(&page("f/f.md", "a/alpha"), &[]).unwrap();
-    assert_eq!(resolved(&store, "a/alpha").as_deref(), Some("a/alpha.md"));
-
-    // Tie-break within a rule: shortest path, then lexicographic.
-    store.save_page(&page("zz/dup.md", "z"), &[]).unwrap();
-    store.save_page(&page("long/dup.md", "l"), &[]).unwrap();
-    store.save_page(&page("aa/dup.md", "a"), &[]).unwrap();
-    assert_eq!(resolved(&store, "dup").as_deref(), Some("aa/dup.md"));
-    store.save_page(&page("x/dup.md", "x"), &[]).unwrap();
-    assert_eq!(resolved(&store, "DUP").as_deref(), Some("x/dup.md"));
-}
-
-#[test]
 fn links_to_keys_finds_backlinks_with_context() {
     let (_dir, store) = open();
     store
@@ -827,7 +697,7 @@ fn readers_run_while_a_writer_saves() {
                         store.get_page(&p)?;
                         store.get_blocks_by_page(&p)?;
                     }
-                    store.resolve_link_target_path(&format!("page {t}"))?;
+                    store.pages_with_tag(&format!("tag{t}"))?;
                     reads += 1;
                 }
                 Ok(reads)
@@ -863,7 +733,14 @@ fn readers_run_while_a_writer_saves() {
     assert_eq!(store.page_count().unwrap(), 200);
     assert_eq!(store.block_count().unwrap(), 600);
     assert_eq!(store.all_pages().unwrap().len(), 200);
-    assert_eq!(resolved(&store, "page 199").as_deref(), Some("w/199.md"));
+    assert_eq!(
+        store
+            .get_page(&vp("w/199.md"))
+            .unwrap()
+            .map(|p| p.title)
+            .as_deref(),
+        Some("page 199")
+    );
 }
 
 #[test]
@@ -978,7 +855,7 @@ fn meta_and_clear() {
     assert_eq!(store.block_count().unwrap(), 0);
     assert!(store.all_links().unwrap().is_empty());
     assert!(store.all_tags().unwrap().is_empty());
-    assert_eq!(resolved(&store, "al"), None);
+    assert!(store.all_pages().unwrap().is_empty());
     assert_eq!(
         store.get_meta("k").unwrap().as_deref(),
         Some("2"),

@@ -1,6 +1,6 @@
 //! The link graph and link resolution.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 
 use pkm_core::{KbError, KbResult, VaultPath};
 
@@ -11,77 +11,55 @@ use crate::dto::{self, GraphData, GraphEdge, GraphNode, ResolveResult, ResolvedP
 /// Nodes are pages (id = path); edges are resolved links, one per (source, target) pair.
 pub fn get_graph_data(app: &App, path: Option<&VaultPath>, depth: usize) -> KbResult<GraphData> {
     app.wait_ready()?;
-    let resolver = app.resolver()?;
-    let pages = resolver.pages();
-    let index_of: HashMap<&str, usize> = pages
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.path.as_str(), i))
-        .collect();
-
-    let mut edge_set: HashSet<(usize, usize)> = HashSet::new();
-    let mut edges: Vec<(usize, usize, Option<String>)> = Vec::new();
-    for link in app.store.all_links().map_err(KbError::from)? {
-        let (Some(&s), Some(t)) = (
-            index_of.get(link.source_page.as_str()),
-            resolver.resolve(&link.target),
-        ) else {
-            continue;
-        };
-        let Some(&t) = index_of.get(t.path.as_str()) else {
-            continue;
-        };
-        if s != t && edge_set.insert((s, t)) {
-            edges.push((s, t, link.alias));
-        }
-    }
-
-    let keep: Option<HashSet<usize>> = match path {
-        None => None,
+    let graph = app.link_graph()?;
+    let pages = graph.resolver.pages();
+    // The pages kept (all, or those within `depth` hops of `path`), in page order.
+    let kept: Vec<usize> = match path {
+        None => (0..pages.len()).collect(),
         Some(p) => {
-            let &start = index_of
-                .get(p.as_str())
+            let start = pages
+                .iter()
+                .position(|page| page.path == p.as_str())
                 .ok_or_else(|| KbError::not_found(p.as_str()))?;
-            let mut adj: HashMap<usize, Vec<usize>> = HashMap::new();
-            for &(s, t, _) in &edges {
-                adj.entry(s).or_default().push(t);
-                adj.entry(t).or_default().push(s);
-            }
-            let mut seen = HashSet::from([start]);
-            let mut queue = VecDeque::from([(start, 0usize)]);
-            while let Some((n, d)) = queue.pop_front() {
-                if d == depth {
-                    continue;
-                }
-                for &m in adj.get(&n).map(Vec::as_slice).unwrap_or(&[]) {
-                    if seen.insert(m) {
-                        queue.push_back((m, d + 1));
-                    }
-                }
-            }
-            Some(seen)
+            let mut near: Vec<usize> = graph.within(start, depth).into_iter().collect();
+            near.sort_unstable();
+            near
         }
     };
-    let kept = |i: &usize| keep.as_ref().is_none_or(|k| k.contains(i));
-    let edges: Vec<(usize, usize, Option<String>)> = edges
-        .into_iter()
-        .filter(|(s, t, _)| kept(s) && kept(t))
+    let keep: HashSet<usize> = match path {
+        Some(_) => kept.iter().copied().collect(),
+        None => HashSet::new(),
+    };
+    let is_kept = |i: usize| path.is_none() || keep.contains(&i);
+    let edges: Vec<(usize, usize, &Option<String>)> = kept
+        .iter()
+        .flat_map(|&s| {
+            graph
+                .out
+                .get(s)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+                .iter()
+                .filter(|(t, _)| is_kept(*t))
+                .map(move |(t, alias)| (s, *t, alias))
+        })
         .collect();
     let mut degree: HashMap<usize, usize> = HashMap::new();
     for (s, t, _) in &edges {
         *degree.entry(*s).or_default() += 1;
         *degree.entry(*t).or_default() += 1;
     }
-    let mut nodes: Vec<GraphNode> = pages
+    let mut nodes: Vec<GraphNode> = kept
         .iter()
-        .enumerate()
-        .filter(|(i, _)| kept(i))
-        .map(|(i, p)| GraphNode {
-            id: p.path.clone(),
-            title: p.title.clone(),
-            path: p.path.clone(),
-            tags: p.tags.clone(),
-            degree: degree.get(&i).copied().unwrap_or(0),
+        .filter_map(|&i| {
+            let p = pages.get(i)?;
+            Some(GraphNode {
+                id: p.path.clone(),
+                title: p.title.clone(),
+                path: p.path.clone(),
+                tags: p.tags.clone(),
+                degree: degree.get(&i).copied().unwrap_or(0),
+            })
         })
         .collect();
     nodes.sort_by(|a, b| b.degree.cmp(&a.degree).then_with(|| a.path.cmp(&b.path)));
@@ -91,7 +69,7 @@ pub fn get_graph_data(app: &App, path: Option<&VaultPath>, depth: usize) -> KbRe
             Some(GraphEdge {
                 source: pages.get(s)?.path.clone(),
                 target: pages.get(t)?.path.clone(),
-                label,
+                label: label.clone(),
             })
         })
         .collect();

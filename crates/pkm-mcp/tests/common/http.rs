@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::copy_dir;
 use pkm_core::Vault;
 use pkm_mcp::StratumServer;
 use pkm_mcp::http::{self, Auth, HttpConfig, HttpState, Metrics};
@@ -20,19 +21,6 @@ use stratum_app::{App, AppConfig};
 /// The example vault shipped with the repository.
 pub fn example_vault() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/vault")
-}
-
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// Every file of the vault outside `.pkm/`, with its bytes: equal snapshots mean nothing changed.

@@ -5,8 +5,12 @@
 // Each test binary uses part of the harness.
 #![allow(dead_code)]
 
+#[path = "../../../../tests/support/copy_dir.rs"]
+mod copy_dir;
 pub mod http;
 pub mod stdio;
+
+pub use copy_dir::copy_dir;
 
 pub use http::*;
 

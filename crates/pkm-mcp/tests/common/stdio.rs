@@ -24,13 +24,19 @@ impl Server {
     }
 
     pub fn start_with(vault: &Path, rust_log: &str, stderr: Stdio) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_stratum-mcp"))
-            .args(["--stdio", "--vault"])
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_stratum-mcp"));
+        cmd.args(["--stdio", "--vault"])
             .arg(vault)
             .env("RUST_LOG", rust_log)
+            .stderr(stderr);
+        Self::start_command(cmd)
+    }
+
+    /// Starts `cmd` (a `stratum-mcp --stdio ...` command line) with piped stdio and initializes.
+    pub fn start_command(mut cmd: Command) -> Server {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(stderr)
             .spawn()
             .unwrap();
         let stdin = child.stdin.take().unwrap();
