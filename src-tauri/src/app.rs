@@ -248,8 +248,10 @@ impl App {
         {
             return Ok(Arc::clone(g));
         }
-        let links = self.store.all_links().map_err(KbError::from)?;
-        let graph = Arc::new(LinkGraph::new(self.resolver()?, &links));
+        let graph = Arc::new(
+            LinkGraph::new(self.resolver()?, |add| self.store.for_each_link(add))
+                .map_err(KbError::from)?,
+        );
         *cached = Some((key, Arc::clone(&graph)));
         Ok(graph)
     }

@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use pkm_block::{PageRow, StoredLink};
+use pkm_block::PageRow;
 
 pub struct Resolver {
     pages: Vec<PageRow>,
@@ -100,10 +100,17 @@ pub struct LinkGraph {
     pub out: Vec<Vec<(usize, Option<String>)>>,
     /// Per page: its neighbours, links followed both ways.
     pub adjacency: Vec<Vec<usize>>,
+    /// Link targets that name no page, distinct, sorted.
+    pub unresolved: Vec<String>,
 }
 
 impl LinkGraph {
-    pub fn new(resolver: Arc<Resolver>, links: &[StoredLink]) -> LinkGraph {
+    /// Builds the graph from every link that `links` feeds to its callback as
+    /// `(source page path, target, alias)`, in document order within a page.
+    pub fn new<E>(
+        resolver: Arc<Resolver>,
+        links: impl FnOnce(&mut dyn FnMut(&str, &str, Option<&str>)) -> Result<(), E>,
+    ) -> Result<LinkGraph, E> {
         let pages = resolver.pages();
         let index_of: HashMap<&str, usize> = pages
             .iter()
@@ -113,21 +120,25 @@ impl LinkGraph {
         let mut seen: HashSet<(usize, usize)> = HashSet::new();
         let mut out = vec![Vec::new(); pages.len()];
         let mut adjacency = vec![Vec::new(); pages.len()];
-        for link in links {
-            let Some(&s) = index_of.get(link.source_page.as_str()) else {
-                continue;
+        let mut unresolved: HashSet<String> = HashSet::new();
+        links(&mut |source, target, alias| {
+            let Some(&s) = index_of.get(source) else {
+                return;
             };
             let Some(&t) = resolver
-                .resolve(&link.target)
+                .resolve(target)
                 .and_then(|p| index_of.get(p.path.as_str()))
             else {
-                continue;
+                if !unresolved.contains(target) {
+                    unresolved.insert(target.to_owned());
+                }
+                return;
             };
             if s == t || !seen.insert((s, t)) {
-                continue;
+                return;
             }
             if let Some(o) = out.get_mut(s) {
-                o.push((t, link.alias.clone()));
+                o.push((t, alias.map(str::to_owned)));
             }
             if !seen.contains(&(t, s)) {
                 for (a, b) in [(s, t), (t, s)] {
@@ -136,12 +147,15 @@ impl LinkGraph {
                     }
                 }
             }
-        }
-        LinkGraph {
-            resolver,
+        })?;
+        let mut unresolved: Vec<String> = unresolved.into_iter().collect();
+        unresolved.sort();
+        Ok(LinkGraph {
+            resolver: Arc::clone(&resolver),
             out,
             adjacency,
-        }
+            unresolved,
+        })
     }
 
     /// Page indexes within `depth` hops of `start` (itself included), links followed both ways.

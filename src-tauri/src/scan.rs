@@ -207,12 +207,7 @@ pub fn scan_with_progress(
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(&FileFacts, Read)>>(1);
         let (todo, done) = (&todo, &done);
         scope.spawn(move || {
-            for chunk in todo.chunks(
-                std::env::var("XCHUNK")
-                    .ok()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(CHUNK),
-            ) {
+            for chunk in todo.chunks(CHUNK) {
                 let prepared: Vec<(&FileFacts, Read)> = chunk
                     .par_iter()
                     .map(|f| {

@@ -138,6 +138,34 @@ pub(crate) fn all_links(c: &Connection) -> Result<Vec<StoredLink>, StoreError> {
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// Calls `f(source page path, target, alias)` for every link, page by page (in page-id order),
+/// in document order within a page, without collecting them.
+pub(crate) fn for_each_link(
+    c: &Connection,
+    f: &mut dyn FnMut(&str, &str, Option<&str>),
+) -> Result<(), StoreError> {
+    let mut st = c.prepare_cached(
+        "SELECT p.path, l.target, l.alias FROM links l JOIN pages p ON p.id = l.page_id
+         ORDER BY l.page_id, l.seq, l.n",
+    )?;
+    let mut rows = st.query([])?;
+    while let Some(row) = rows.next()? {
+        let text = |i: usize| -> rusqlite::Result<Option<&str>> {
+            match row.get_ref(i)? {
+                rusqlite::types::ValueRef::Null => Ok(None),
+                v => v.as_str().map(Some).map_err(rusqlite::Error::from),
+            }
+        };
+        let (Some(source), Some(target)) = (text(0)?, text(1)?) else {
+            return Err(StoreError::Corrupt(
+                "a link without a source or target".into(),
+            ));
+        };
+        f(source, target, text(2)?);
+    }
+    Ok(())
+}
+
 /// Keys per query: well under SQLite's limit on bound parameters.
 const KEYS_PER_QUERY: usize = 200;
 

@@ -152,14 +152,16 @@ impl BlockStore {
 
     /// Runs `f` in one write transaction (taking the write lock up front, so it cannot fail
     /// half-way with SQLITE_BUSY), committed only if `f` succeeds.
-    fn write<T>(
+    fn write<T, E: From<StoreError>>(
         &self,
-        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
+        f: impl FnOnce(&Connection) -> Result<T, E>,
+    ) -> Result<T, E> {
         let mut conn = lock(&self.writer);
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(StoreError::from)?;
         let out = f(&tx)?;
-        tx.commit()?;
+        tx.commit().map_err(StoreError::from)?;
         self.writes.fetch_add(1, Ordering::AcqRel);
         Ok(out)
     }
@@ -198,14 +200,7 @@ impl BlockStore {
         &self,
         f: impl FnOnce(&PageWriter<'_>) -> Result<T, E>,
     ) -> Result<T, E> {
-        let mut conn = lock(&self.writer);
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StoreError::from)?;
-        let out = f(&PageWriter { tx: &tx })?;
-        tx.commit().map_err(StoreError::from)?;
-        self.writes.fetch_add(1, Ordering::AcqRel);
-        Ok(out)
+        self.write(|tx| f(&PageWriter { tx }))
     }
 
     /// Removes a page and everything attached to it; `true` if it existed.
@@ -276,6 +271,15 @@ impl BlockStore {
     /// Every link, ordered by source page, then document order; for the graph.
     pub fn all_links(&self) -> Result<Vec<StoredLink>, StoreError> {
         self.read(read::all_links)
+    }
+
+    /// Calls `f(source page path, target, alias)` for every link, in document order within each
+    /// page, from one snapshot; nothing is collected, so a 100k-note graph costs no link list.
+    pub fn for_each_link(
+        &self,
+        mut f: impl FnMut(&str, &str, Option<&str>),
+    ) -> Result<(), StoreError> {
+        self.read(|c| read::for_each_link(c, &mut f))
     }
 
     /// Paths of the pages carrying page tag `tag` (case-insensitive), sorted.

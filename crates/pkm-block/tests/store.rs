@@ -913,3 +913,36 @@ fn index_lag_is_durable_until_cleared() {
     store.clear_index_lag(&["a.md", "zzz.md"]).unwrap();
     assert_eq!(store.index_lag().unwrap(), vec!["b.md"]);
 }
+
+#[test]
+fn for_each_link_streams_every_link_in_document_order() {
+    let (_dir, store) = open();
+    for (path, targets) in [("b.md", ["x", "y|shown"]), ("a.md", ["z", "x"])] {
+        let blocks: Vec<NewBlock> = targets
+            .iter()
+            .map(|t| {
+                let (target, alias) = t.split_once('|').unwrap_or((t, ""));
+                NewBlock {
+                    links: vec![NewLink {
+                        alias: (!alias.is_empty()).then(|| alias.to_owned()),
+                        ..link(target, 0)
+                    }],
+                    ..block(&format!("[[{t}]]"))
+                }
+            })
+            .collect();
+        store.save_page(&page(path, path), &blocks).unwrap();
+    }
+    let mut seen = Vec::new();
+    store
+        .for_each_link(|source, target, alias| {
+            seen.push(format!(
+                "{source}->{target}{}",
+                alias.map(|a| format!("|{a}")).unwrap_or_default()
+            ));
+        })
+        .unwrap();
+    // Pages in the order they were stored, links in document order.
+    assert_eq!(seen, ["b.md->x", "b.md->y|shown", "a.md->z", "a.md->x"]);
+    assert_eq!(seen.len(), store.all_links().unwrap().len());
+}

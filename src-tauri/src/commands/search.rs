@@ -126,21 +126,18 @@ pub fn autocomplete(
                 .collect()
         }
         CompleteKind::Backlink => {
-            let resolver = app.resolver()?;
+            let graph = app.link_graph()?;
             let mut cands: Vec<(String, String)> = Vec::new();
-            for p in resolver.pages() {
+            for p in graph.resolver.pages() {
                 cands.push((p.title.clone(), p.path.clone()));
                 cands.extend(p.aliases.iter().map(|a| (a.clone(), p.path.clone())));
             }
-            let links = app.store.all_links().map_err(KbError::from)?;
-            let mut unresolved: Vec<String> = links
-                .into_iter()
-                .filter(|l| resolver.resolve(&l.target).is_none())
-                .map(|l| l.target)
-                .collect();
-            unresolved.sort();
-            unresolved.dedup();
-            cands.extend(unresolved.into_iter().map(|t| (t, "unresolved".to_owned())));
+            cands.extend(
+                graph
+                    .unresolved
+                    .iter()
+                    .map(|t| (t.clone(), "unresolved".to_owned())),
+            );
             let mut seen = HashSet::new();
             pkm_index::autocomplete::rank(query, cands.iter().map(|(t, _)| t.as_str()), limit * 2)
                 .into_iter()
