@@ -97,12 +97,16 @@ class StdioClient:
         self.err.close()
 
 
-def proc_hwm_kb(pid):
+def proc_status_kb(pid, key):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmHWM:"):
+            if line.startswith(key + ":"):
                 return int(line.split()[1])
     return None
+
+
+def proc_hwm_kb(pid):
+    return proc_status_kb(pid, "VmHWM")
 
 
 def proc_cpu_ticks(pid):
@@ -182,6 +186,11 @@ def bench_stdio(a, res, paths, queries):
         t2, w2 = proc_cpu_ticks(pid), time.perf_counter()
         res["idle_cpu_pct"] = round((t2 - t1) / CLK_TCK / (w2 - w1) * 100.0, 2)
         res["peak_rss_mb"] = round(proc_hwm_kb(pid) / 1024.0, 1)
+        # The peak counts the index files Tantivy maps and searches touched (page cache, shared and
+        # reclaimable); the process's own memory is the anonymous part.
+        res["rss_anon_mb"] = round(proc_status_kb(pid, "RssAnon") / 1024.0, 1)
+        res["rss_file_mb"] = round(proc_status_kb(pid, "RssFile") / 1024.0, 1)
+        log(f"peak RSS {res['peak_rss_mb']} MB; now {res['rss_anon_mb']} MB anonymous + {res['rss_file_mb']} MB mapped files")
     finally:
         c.close()
     shutil.rmtree(os.path.join(a.vault, "bench-writes"), ignore_errors=True)
