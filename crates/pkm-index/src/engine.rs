@@ -251,10 +251,14 @@ impl IndexEngine {
     /// Replaces every doc of `page_path` with `docs` (in page order). Not visible until
     /// [`IndexEngine::commit`]. Each doc is indexed under the `page_path` argument.
     pub fn replace_page(&self, page_path: &str, docs: &[BlockDoc]) -> Result<(), IndexError> {
-        let delete = UserOperation::Delete(Term::from_field_text(self.fields.page_path, page_path));
-        let ops: Vec<_> = std::iter::once(delete)
-            .chain(self.add_ops(page_path, docs))
-            .collect();
+        let mut ops = Vec::with_capacity(docs.len() + 1);
+        ops.push(UserOperation::Delete(Term::from_field_text(
+            self.fields.page_path,
+            page_path,
+        )));
+        for (position, doc) in docs.iter().enumerate() {
+            ops.push(UserOperation::Add(self.document(page_path, position, doc)));
+        }
         // `run` applies the delete and the adds as one group: no commit can fall between them.
         self.writer.lock().run(ops)?;
         Ok(())
@@ -264,20 +268,13 @@ impl IndexEngine {
     /// or a page never indexed): [`IndexEngine::replace_page`] without the delete, which every
     /// commit would otherwise apply to every segment.
     pub fn add_page(&self, page_path: &str, docs: &[BlockDoc]) -> Result<(), IndexError> {
-        let ops: Vec<_> = self.add_ops(page_path, docs).collect();
+        let ops: Vec<_> = docs
+            .iter()
+            .enumerate()
+            .map(|(position, doc)| UserOperation::Add(self.document(page_path, position, doc)))
+            .collect();
         self.writer.lock().run(ops)?;
         Ok(())
-    }
-
-    /// One add operation per doc, in page order.
-    fn add_ops<'a>(
-        &'a self,
-        page_path: &'a str,
-        docs: &'a [BlockDoc],
-    ) -> impl Iterator<Item = UserOperation> + 'a {
-        docs.iter()
-            .enumerate()
-            .map(move |(position, doc)| UserOperation::Add(self.document(page_path, position, doc)))
     }
 
     fn document(&self, page_path: &str, position: usize, block: &BlockDoc) -> TantivyDocument {

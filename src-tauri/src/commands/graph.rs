@@ -13,26 +13,24 @@ pub fn get_graph_data(app: &App, path: Option<&VaultPath>, depth: usize) -> KbRe
     app.wait_ready()?;
     let graph = app.link_graph()?;
     let pages = graph.resolver.pages();
-    // The pages within `depth` hops of `path` (all pages without one).
-    let near: Option<HashSet<usize>> = match path {
-        None => None,
+    // The pages kept (all, or those within `depth` hops of `path`), in page order.
+    let kept: Vec<usize> = match path {
+        None => (0..pages.len()).collect(),
         Some(p) => {
             let start = pages
                 .iter()
                 .position(|page| page.path == p.as_str())
                 .ok_or_else(|| KbError::not_found(p.as_str()))?;
-            Some(graph.within(start, depth))
+            let mut near: Vec<usize> = graph.within(start, depth).into_iter().collect();
+            near.sort_unstable();
+            near
         }
     };
-    let is_kept = |i: usize| near.as_ref().is_none_or(|n| n.contains(&i));
-    let kept: Vec<usize> = match &near {
-        None => (0..pages.len()).collect(),
-        Some(n) => {
-            let mut k: Vec<usize> = n.iter().copied().collect();
-            k.sort_unstable();
-            k
-        }
+    let keep: HashSet<usize> = match path {
+        Some(_) => kept.iter().copied().collect(),
+        None => HashSet::new(),
     };
+    let is_kept = |i: usize| path.is_none() || keep.contains(&i);
     let edges: Vec<(usize, usize, &Option<String>)> = kept
         .iter()
         .flat_map(|&s| {
