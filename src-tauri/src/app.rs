@@ -11,6 +11,7 @@ use pkm_core::{KbError, KbResult, Vault};
 use pkm_index::{IndexEngine, IndexingGuard};
 
 use crate::hooks::SaveHooks;
+use crate::lock::VaultLock;
 use crate::resolver::{LinkGraph, Resolver};
 
 /// Tunables of one `App`.
@@ -38,9 +39,9 @@ pub struct App {
     pub(crate) index: IndexEngine,
     /// Exclusive for `kb_reindex rebuild`, shared for every other write (contract §10).
     pub(crate) guard: IndexingGuard,
-    /// The single writer of this vault in this process: held from the precondition check to
-    /// the index commit, so two saves of one note cannot interleave.
-    pub(crate) write_lock: Mutex<()>,
+    /// The writer thread's queue (`writer.rs`): every mutation of the store and the index runs
+    /// there, one at a time, in the order asked.
+    pub(crate) jobs: std::sync::mpsc::Sender<crate::writer::Job>,
     /// Content hashes of the server's own saves, by path, for the watcher: an event whose file
     /// hashes to what we wrote is our echo; anything else is another program's edit.
     pub(crate) own_saves: Mutex<HashMap<String, String>>,
@@ -58,51 +59,9 @@ pub struct App {
     pub(crate) config: AppConfig,
     /// Test seam: fails chosen steps of a save (see `write::Step`).
     pub(crate) faults: RwLock<Option<crate::write::FaultInjector>>,
-    /// `.pkm/write.lock`, held with an OS advisory lock for the life of this `App`: one process
+    /// The vault's leadership (`.pkm/write.lock`), held for the life of this `App`: one process
     /// writes a vault at a time (the kernel drops the lock when the process dies).
-    _process_lock: std::fs::File,
-}
-
-/// Takes the vault's cross-process write lock, or explains who holds it.
-fn lock_vault(vault: &Vault) -> KbResult<std::fs::File> {
-    let path = vault.write_lock_path();
-    let file = std::fs::File::options()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(&path)
-        .map_err(|e| {
-            tracing::error!(error = %e, "cannot open the vault lock file");
-            KbError::external("opening .pkm/write.lock")
-        })?;
-    match file.try_lock() {
-        Ok(()) => {
-            use std::io::Write;
-            let mut f = &file;
-            let _ = f.set_len(0);
-            let _ = writeln!(f, "{}", std::process::id());
-            Ok(file)
-        }
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let holder = std::fs::read_to_string(&path).unwrap_or_default();
-            let mut e = KbError::locked(5);
-            e.message = format!(
-                "another stratum-mcp process{} is serving this vault; one process writes a vault at a time",
-                holder
-                    .trim()
-                    .parse::<u32>()
-                    .map(|pid| format!(" (pid {pid})"))
-                    .unwrap_or_default()
-            );
-            e.hint = Some("Stop the other process, or connect to it (over --http) instead of starting a second server.".into());
-            Err(e)
-        }
-        Err(std::fs::TryLockError::Error(e)) => {
-            tracing::error!(error = %e, "cannot lock the vault");
-            Err(KbError::external("locking .pkm/write.lock"))
-        }
-    }
+    _lead: VaultLock,
 }
 
 /// What a cached link graph was built from: the resolver generation and the store's write count.
@@ -112,8 +71,27 @@ impl App {
     /// Opens the store and the index of `vault`. The index is recreated when it is missing,
     /// corrupt or of another schema (it is a cache of the notes). Does not scan: call
     /// [`App::warm_up`] or [`crate::scan::scan`].
+    ///
+    /// Takes the vault's lead; fails with VaultLocked when another process leads it (a server
+    /// that shares the vault uses [`App::open_leading`] once it holds the lock).
     pub fn open(vault: Vault, config: AppConfig) -> KbResult<Arc<App>> {
-        let process_lock = lock_vault(&vault)?;
+        match VaultLock::try_acquire(&vault)? {
+            Some(lead) => Self::open_leading(vault, lead, config),
+            None => {
+                let mut e = KbError::locked(5);
+                e.message = format!(
+                    "another stratum-mcp process{} leads this vault",
+                    VaultLock::holder(&vault)
+                        .map(|pid| format!(" (pid {pid})"))
+                        .unwrap_or_default()
+                );
+                Err(e)
+            }
+        }
+    }
+
+    /// [`App::open`] for the process that holds `lead`.
+    pub fn open_leading(vault: Vault, lead: VaultLock, config: AppConfig) -> KbResult<Arc<App>> {
         let store = BlockStore::open(&vault.db_path()).map_err(|e| {
             tracing::error!(error = %e, "cannot open the block store");
             KbError::from(e)
@@ -133,12 +111,13 @@ impl App {
                 index
             }
         };
-        Ok(Arc::new(App {
+        let (jobs, queue) = std::sync::mpsc::channel();
+        let app = Arc::new(App {
             vault,
             store,
             index,
             guard: IndexingGuard::new(),
-            write_lock: Mutex::new(()),
+            jobs,
             own_saves: Mutex::new(HashMap::new()),
             hooks: RwLock::new(Vec::new()),
             ready: Mutex::new(false),
@@ -149,8 +128,13 @@ impl App {
             link_graph: Mutex::new(None),
             config,
             faults: RwLock::new(None),
-            _process_lock: process_lock,
-        }))
+            _lead: lead,
+        });
+        crate::writer::spawn(Arc::downgrade(&app), queue).map_err(|e| {
+            tracing::error!(error = %e, "cannot start the writer thread");
+            KbError::external("starting the vault's writer")
+        })?;
+        Ok(app)
     }
 
     pub fn vault(&self) -> &Vault {
@@ -166,30 +150,22 @@ impl App {
         self.hooks.write().push(hooks);
     }
 
-    /// Runs the first incremental scan on a background thread; index-backed reads wait for it
-    /// (up to `warm_wait`) while `initialize` and single-note reads answer at once.
-    pub fn warm_up(self: &Arc<Self>) {
-        let app = Arc::clone(self);
-        std::thread::Builder::new()
-            .name("stratum-warm-up".into())
-            .spawn(move || {
-                match crate::scan::scan(&app, crate::scan::ScanMode::Incremental) {
-                    Ok(report) => tracing::info!(
-                        scanned = report.scanned,
-                        updated = report.updated,
-                        removed = report.removed,
-                        skipped = report.skipped.len(),
-                        "vault scan finished"
-                    ),
-                    Err(e) => tracing::error!(error = %e, "vault scan failed"),
-                }
-                app.mark_ready();
-            })
-            .map(|_| ())
-            .unwrap_or_else(|e| {
-                tracing::error!(error = %e, "cannot start the warm-up thread");
-                self.mark_ready();
-            });
+    /// Queues the first incremental scan on the writer; index-backed reads wait for it (up to
+    /// `warm_wait`) while `initialize` and single-note reads answer at once.
+    pub fn warm_up(&self) {
+        self.queue(|app| {
+            match crate::scan::scan(app, crate::scan::ScanMode::Incremental) {
+                Ok(report) => tracing::info!(
+                    scanned = report.scanned,
+                    updated = report.updated,
+                    removed = report.removed,
+                    skipped = report.skipped.len(),
+                    "vault scan finished"
+                ),
+                Err(e) => tracing::error!(error = %e, "vault scan failed"),
+            }
+            app.mark_ready();
+        });
     }
 
     pub fn mark_ready(&self) {

@@ -10,12 +10,16 @@ pub mod commands;
 mod convert;
 pub mod dto;
 pub mod hooks;
+pub mod lock;
 mod resolver;
 pub mod scan;
 pub mod watcher;
 pub mod write;
+mod writer;
 
 pub use app::{App, AppConfig};
+pub use lock::VaultLock;
+pub use watcher::WatchMode;
 
 /// The tracing target of milestones worth telling a connected client about (an index rebuild's
 /// start, progress and end). The MCP server forwards these, with every warning, as

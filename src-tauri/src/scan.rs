@@ -11,7 +11,6 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
-use pkm_block::StoreError;
 use pkm_core::{KbError, KbResult, VaultPath};
 use rayon::prelude::*;
 
@@ -109,21 +108,29 @@ fn read_and_prepare(f: &FileFacts) -> Read {
     }
 }
 
-/// Scans the vault; `progress(done, total)` is called as files are processed.
+/// Called with `(done, total)` as a scan reads files.
+pub type Progress = std::sync::Arc<dyn Fn(usize, usize) + Send + Sync>;
+
+/// Scans the vault on its writer (after the updates queued before it) and waits for the report.
 pub fn scan(app: &App, mode: ScanMode) -> KbResult<ScanReport> {
-    scan_with_progress(app, mode, &|_, _| {})
+    scan_with_progress(app, mode, std::sync::Arc::new(|_, _| {}))
 }
 
-pub fn scan_with_progress(
+/// [`scan`], calling `progress(done, total)` as files are processed.
+pub fn scan_with_progress(app: &App, mode: ScanMode, progress: Progress) -> KbResult<ScanReport> {
+    app.on_writer(None, move |app| run_scan(app, mode, &*progress))
+}
+
+/// The scan itself, on the writer thread: nothing else writes the store or the index meanwhile.
+fn run_scan(
     app: &App,
     mode: ScanMode,
-    progress: &(dyn Fn(usize, usize) + Sync),
+    progress: &(dyn Fn(usize, usize) + Send + Sync),
 ) -> KbResult<ScanReport> {
-    // A rebuild, and the first scan after start (which builds the store of a new vault), hold
-    // the vault exclusively and write the store in one transaction (see `apply`); writers wait
-    // up to their budget, then get VaultLocked. Later scans let writers in between chunks.
+    // A rebuild, and the first scan after start (which builds the store of a new vault), write
+    // the store in one transaction (see `apply`) and show as rebuilding (`index_fresh` false).
     let bulk = mode == ScanMode::Rebuild || !app.is_ready();
-    let _exclusive = if bulk {
+    let _rebuilding = if bulk {
         Some(
             app.guard
                 .exclusive(app.config.write_budget)
@@ -132,17 +139,113 @@ pub fn scan_with_progress(
     } else {
         None
     };
-    let _shared = if bulk {
-        None
-    } else {
-        Some(
-            app.guard
-                .shared(app.config.write_budget)
-                .ok_or_else(|| KbError::locked(5))?,
-        )
-    };
     let files = list_files(app);
     let known = app.store.fingerprints().map_err(KbError::from)?;
+    let lagging: HashSet<String> = app
+        .store
+        .index_lag()
+        .map_err(KbError::from)?
+        .into_iter()
+        .collect();
+    let report = update(
+        app,
+        Scope {
+            files,
+            known,
+            lagging,
+            mode,
+            bulk,
+            what: Some(match mode {
+                ScanMode::Rebuild => "index rebuild",
+                ScanMode::Incremental => "index update",
+            }),
+        },
+        progress,
+    )?;
+    app.pages_changed();
+    Ok(report)
+}
+
+/// Brings the store and the index up to date with the files of `paths` (dropping the notes whose
+/// files are gone), in one update: one store transaction and one index commit for all of them.
+/// On the writer thread (the watcher's bursts, stale reads).
+pub(crate) fn sync_paths(app: &App, paths: &[VaultPath]) -> KbResult<ScanReport> {
+    let mut files = Vec::with_capacity(paths.len());
+    let mut known = HashMap::new();
+    for path in paths {
+        if let Some(row) = app.store.get_page(path).map_err(KbError::from)? {
+            known.insert(row.path, (row.mtime_ns, row.size, row.hash));
+        }
+        let abs = app.vault.abs(path);
+        if let Ok(meta) = std::fs::metadata(&abs)
+            && meta.is_file()
+            && let Ok(mtime) = meta.modified()
+        {
+            files.push(FileFacts {
+                path: path.clone(),
+                abs,
+                mtime,
+                size: meta.len(),
+            });
+        }
+    }
+    let wanted: HashSet<&str> = paths.iter().map(VaultPath::as_str).collect();
+    let lagging: HashSet<String> = app
+        .store
+        .index_lag()
+        .map_err(KbError::from)?
+        .into_iter()
+        .filter(|p| wanted.contains(p.as_str()))
+        .collect();
+    let report = update(
+        app,
+        Scope {
+            files,
+            known,
+            lagging,
+            mode: ScanMode::Incremental,
+            bulk: false,
+            what: None,
+        },
+        &|_, _| {},
+    )?;
+    if report.updated + report.removed > 0 {
+        app.pages_changed();
+    }
+    Ok(report)
+}
+
+/// What one update covers.
+struct Scope {
+    /// The note files to consider, as listed.
+    files: Vec<FileFacts>,
+    /// The store's fingerprints of the notes considered (path → mtime, size, hash).
+    known: HashMap<String, (i64, u64, String)>,
+    /// Considered notes marked as lagging the index.
+    lagging: HashSet<String>,
+    mode: ScanMode,
+    /// Write the store in one transaction (a rebuild, the first scan).
+    bulk: bool,
+    /// The name of the update in milestone logs; `None` logs none (small syncs).
+    what: Option<&'static str>,
+}
+
+/// The update of the store and the index for `scope`: files whose fingerprint moved (or that
+/// lag, or every file on a rebuild) are read and parsed on every core and written in chunks, notes
+/// known to the store whose files are gone are dropped, and the index is committed once.
+fn update(
+    app: &App,
+    scope: Scope,
+    progress: &(dyn Fn(usize, usize) + Send + Sync),
+) -> KbResult<ScanReport> {
+    let Scope {
+        files,
+        known,
+        lagging,
+        mode,
+        bulk,
+        what,
+    } = scope;
     let mut report = ScanReport {
         scanned: files.len(),
         ..Default::default()
@@ -153,13 +256,6 @@ pub fn scan_with_progress(
         .keys()
         .filter(|p| !on_disk.contains(p.as_str()))
         .cloned()
-        .collect();
-
-    let lagging: HashSet<String> = app
-        .store
-        .index_lag()
-        .map_err(KbError::from)?
-        .into_iter()
         .collect();
     let todo: Vec<&FileFacts> = files
         .iter()
@@ -179,20 +275,13 @@ pub fn scan_with_progress(
     // crash anywhere in between is finished by the next scan; until that commit, searches see
     // the previous index (a rebuild never shows a half-empty one).
     let todo_paths: Vec<&str> = todo.iter().map(|f| f.path.as_str()).collect();
-    if !todo_paths.is_empty() {
-        app.store
-            .mark_index_lag(&todo_paths)
-            .map_err(KbError::from)?;
-    }
+    app.begin_update(&todo_paths)?;
     if mode == ScanMode::Rebuild {
         app.index.clear().map_err(KbError::from)?;
     }
     let started = std::time::Instant::now();
-    let what = match mode {
-        ScanMode::Rebuild => "index rebuild",
-        ScanMode::Incremental => "index update",
-    };
-    if total > 0 {
+    let what = what.filter(|_| total > 0);
+    if let Some(what) = what {
         tracing::info!(target: crate::MILESTONE, notes = total, "{what} started");
     }
     let ctx = ChunkContext {
@@ -224,10 +313,11 @@ pub fn scan_with_progress(
         let mut apply = |save: SavePages<'_>| {
             for prepared in &rx {
                 applied += prepared.len();
-                // Per chunk unless the caller holds it for the whole scan.
-                let _w = (!bulk).then(|| app.write_lock.lock());
                 report.updated += apply_chunk(app, prepared, &ctx, &mut report.skipped, save)?;
-                if applied < total && applied * 4 >= next_quarter * total {
+                if let Some(what) = what
+                    && applied < total
+                    && applied * 4 >= next_quarter * total
+                {
                     next_quarter = applied * 4 / total + 1;
                     tracing::info!(target: crate::MILESTONE, done = applied, notes = total, "{what} {}% done", applied * 100 / total);
                 }
@@ -235,9 +325,7 @@ pub fn scan_with_progress(
             Ok::<(), KbError>(())
         };
         if bulk {
-            // Nobody else writes meanwhile (the exclusive guard), so one transaction and the
-            // write lock for the whole scan.
-            let _w = app.write_lock.lock();
+            // One transaction for the whole scan.
             app.store
                 .in_one_transaction(|w| apply(&|rows| w.save_pages(rows)))
         } else {
@@ -247,7 +335,6 @@ pub fn scan_with_progress(
     if let Err(e) = written {
         // The lag marks stay, so the next scan redoes these notes; the index goes back to its
         // last commit rather than let a later save commit a rebuild's clear and half its adds.
-        let _w = app.write_lock.lock();
         if let Err(r) = app.index.rollback() {
             tracing::warn!(error = %r, "cannot roll the index back after a failed scan");
         }
@@ -263,26 +350,18 @@ pub fn scan_with_progress(
             .filter(|p| !on_disk.contains(p)),
     );
     if !todo_paths.is_empty() || !dropped.is_empty() || mode == ScanMode::Rebuild {
-        let _w = app.write_lock.lock();
-        if !dropped.is_empty() {
-            app.store.mark_index_lag(&dropped).map_err(KbError::from)?;
-            app.store.delete_pages(&gone).map_err(KbError::from)?;
-            for p in &dropped {
-                app.index.delete_page(p).map_err(KbError::from)?;
-            }
-            report.removed = gone.len();
-        }
-        app.index.commit().map_err(KbError::from)?;
-        app.store
-            .clear_index_lag(&todo_paths)
-            .map_err(KbError::from)?;
-        app.store.clear_index_lag(&dropped).map_err(KbError::from)?;
+        app.begin_update(&dropped)?;
+        let dropped_owned: Vec<String> = dropped.iter().map(|p| (*p).to_owned()).collect();
+        app.drop_pages(&dropped_owned)?;
+        report.removed = gone.len();
+        let mut finished = todo_paths;
+        finished.extend(dropped);
+        app.finish_update(&finished)?;
     }
-    app.pages_changed();
     app.store
         .set_meta("last_indexed_at", &pkm_core::time::now_rfc3339())
         .map_err(KbError::from)?;
-    if total > 0 {
+    if let Some(what) = what {
         tracing::info!(
             target: crate::MILESTONE,
             notes = report.updated,
@@ -303,16 +382,11 @@ struct ChunkContext<'a> {
     mode: ScanMode,
 }
 
-/// A page's store rows: what [`pkm_block::BlockStore::save_pages`] takes.
-type PageRows = (pkm_block::PageRecord, Vec<pkm_block::NewBlock>);
-
-/// Saves pages to the store (one transaction per call, or into the scan's one transaction) and
-/// returns each page's block ids.
-type SavePages<'a> = &'a dyn Fn(&[PageRows]) -> Result<Vec<Vec<String>>, StoreError>;
+use crate::writer::SavePages;
 
 /// Writes one chunk to the store (through `save`) and the index (uncommitted; the scan commits
-/// once). The caller holds the write lock. A file whose mtime or size moved since it was read is
-/// read again here, so that the store never goes back to an older text.
+/// once). Runs on the writer. A file whose mtime or size moved since it was read is read again
+/// here, so that the store never goes back to an older text.
 fn apply_chunk(
     app: &App,
     prepared: Vec<(&FileFacts, Read)>,
@@ -354,7 +428,7 @@ fn apply_chunk(
                     && ctx.mode == ScanMode::Incremental
                     && !ctx.lagging.contains(facts.path.as_str())
                 {
-                    save(&[(p.record.clone(), p.blocks.clone())]).map_err(KbError::from)?;
+                    app.store_pages(&[&*p], save)?;
                 } else {
                     batch.push(*p);
                 }
@@ -364,107 +438,15 @@ fn apply_chunk(
     if batch.is_empty() {
         return Ok(0);
     }
-    let rows: Vec<PageRows> = batch
-        .iter()
-        .map(|p| (p.record.clone(), p.blocks.clone()))
-        .collect();
-    let ids = save(&rows).map_err(KbError::from)?;
-    for (p, ids) in batch.iter().zip(&ids) {
-        let path = p.record.path.as_str();
-        // The index holds no doc of a note the store did not know and that was not lagging
-        // (docs leave the index before their lag mark does), nor of any note after a rebuild's
-        // clear: those are added without a delete.
-        let absent = ctx.mode == ScanMode::Rebuild
-            || (!ctx.known.contains_key(path) && !ctx.lagging.contains(path));
-        let docs = p.index_docs(ids);
-        if absent {
-            app.index.add_page(path, &docs)
-        } else {
-            app.index.replace_page(path, &docs)
-        }
-        .map_err(KbError::from)?;
-    }
+    let pages: Vec<&Prepared> = batch.iter().collect();
+    let ids = app.store_pages(&pages, save)?;
+    // The index holds no doc of a note the store did not know and that was not lagging (docs
+    // leave the index before their lag mark does), nor of any note after a rebuild's clear.
+    app.index_pages(&pages, &ids, &|path| {
+        ctx.mode != ScanMode::Rebuild
+            && (ctx.known.contains_key(path) || ctx.lagging.contains(path))
+    })?;
     Ok(batch.len())
-}
-
-/// Brings one note's store and index entries up to date with its file (or drops them when the
-/// file is gone). Used for a stale read and by the watcher. Returns whether anything changed.
-pub fn sync_one(app: &App, path: &VaultPath) -> KbResult<bool> {
-    let _shared = app
-        .guard
-        .shared(app.config.write_budget)
-        .ok_or_else(|| KbError::locked(5))?;
-    let _w = app.write_lock.lock();
-    let abs = app.vault.abs(path);
-    let known = app.store.get_page(path).map_err(KbError::from)?;
-    let meta = match std::fs::metadata(&abs) {
-        Ok(m) if m.is_file() => m,
-        _ => {
-            if known.is_none() {
-                return Ok(false);
-            }
-            app.store
-                .mark_index_lag(&[path.as_str()])
-                .map_err(KbError::from)?;
-            app.store.delete_page(path).map_err(KbError::from)?;
-            app.index
-                .delete_page(path.as_str())
-                .and_then(|_| app.index.commit())
-                .map_err(KbError::from)?;
-            app.store
-                .clear_index_lag(&[path.as_str()])
-                .map_err(KbError::from)?;
-            app.pages_changed();
-            return Ok(true);
-        }
-    };
-    let mtime = meta
-        .modified()
-        .map_err(|_| KbError::external("reading a note's mtime"))?;
-    let facts = FileFacts {
-        path: path.clone(),
-        abs,
-        mtime,
-        size: meta.len(),
-    };
-    let p = match read_and_prepare(&facts) {
-        Read::Ready(p) => p,
-        Read::Skipped(why) => {
-            tracing::warn!(path = %path, reason = %why, "skipping note");
-            return Ok(false);
-        }
-    };
-    let lagging = app
-        .store
-        .index_lag()
-        .map_err(KbError::from)?
-        .iter()
-        .any(|l| l == path.as_str());
-    if !lagging
-        && known
-            .as_ref()
-            .is_some_and(|k| k.hash == p.record.hash && k.mtime_ns == p.record.mtime_ns)
-    {
-        return Ok(false);
-    }
-    app.store
-        .mark_index_lag(&[path.as_str()])
-        .map_err(KbError::from)?;
-    let ids = app
-        .store
-        .save_page(&p.record, &p.blocks)
-        .map_err(KbError::from)?;
-    app.index
-        .replace_page(path.as_str(), &p.index_docs(&ids))
-        .and_then(|_| app.index.commit())
-        .map_err(KbError::from)?;
-    app.store
-        .clear_index_lag(&[path.as_str()])
-        .map_err(KbError::from)?;
-    if known.is_none_or(|k| k.title != p.record.title || k.aliases != p.record.aliases) {
-        app.pages_changed();
-    }
-    Ok(true)
 }
 
 #[cfg(test)]

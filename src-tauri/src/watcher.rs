@@ -1,16 +1,23 @@
 //! The file watcher: brings the store and the index up to date when another program creates,
-//! changes, renames or deletes notes behind the server's back.
+//! changes, renames or deletes notes behind the server's back. The leading process of a vault runs
+//! one whenever it serves (ADR-0007).
 //!
-//! Events are debounced (a burst of saves from an editor becomes one update per note). The
-//! server's own saves are recognised by content hash, not by a time window: an event whose file
-//! hashes to what the server last wrote is its echo and is dropped, so another program's edit
-//! landing just after ours is never mistaken for ours. While changes wait, `index_fresh` is false.
+//! Events are debounced (a burst of saves from an editor, or a `git checkout` of many files,
+//! becomes one update per note) and handed to the vault's writer as one job. The server's own
+//! saves are recognised by content hash, not by a time window: an event whose file hashes to what
+//! the server last wrote is its echo and is dropped, so another program's edit landing just after
+//! ours is never mistaken for ours. From the first event of a burst until the writer has applied
+//! it, `index_fresh` is false.
+//!
+//! A folder event, an event queue overflow or a watcher error becomes an incremental rescan. When
+//! the OS runs out of watches (inotify's `max_user_watches`), the watcher falls back to polling,
+//! with one warning.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::Duration;
 
 use notify::{EventKind, RecursiveMode, Watcher};
@@ -18,14 +25,39 @@ use pkm_core::{KbError, KbResult, VaultPath};
 
 use crate::app::App;
 use crate::convert::sha256_hex;
-use crate::scan::{self, ScanMode};
+use crate::scan;
 
 /// How long the watcher waits for a burst of events to settle.
-pub const DEBOUNCE: Duration = Duration::from_millis(150);
+pub const DEBOUNCE: Duration = Duration::from_millis(100);
+/// The poll interval when none is given.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(2);
+
+/// How changes made by other programs are noticed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchMode {
+    /// The OS's file events (inotify, FSEvents, ReadDirectoryChangesW); polling every `poll`
+    /// when they cannot be had (no watcher, or the OS's watch limit is reached).
+    Auto { poll: Duration },
+    /// Compare the vault's files every interval (network shares, some containers).
+    Poll(Duration),
+    /// Not at all: external edits reach the index on `kb_reindex` or at the next start.
+    Off,
+}
 
 /// A running watcher; dropping it stops watching.
 pub struct VaultWatcher {
-    _watcher: notify::RecommendedWatcher,
+    control: Sender<Msg>,
+}
+
+impl Drop for VaultWatcher {
+    fn drop(&mut self) {
+        let _ = self.control.send(Msg::Stop);
+    }
+}
+
+enum Msg {
+    Event(notify::Result<notify::Event>),
+    Stop,
 }
 
 enum Change {
@@ -34,33 +66,67 @@ enum Change {
     Rescan,
 }
 
-/// Starts watching the vault of `app` on a background thread.
-pub fn watch(app: &Arc<App>) -> KbResult<VaultWatcher> {
-    let (tx, rx) = channel::<notify::Result<notify::Event>>();
-    let mut watcher = notify::recommended_watcher(tx).map_err(|e| {
-        tracing::error!(error = %e, "cannot start the file watcher");
-        KbError::external("starting the file watcher")
-    })?;
-    watcher
-        .watch(app.vault().root(), RecursiveMode::Recursive)
-        .map_err(|e| {
-            tracing::error!(error = %e, "cannot watch the vault");
-            KbError::external("watching the vault")
-        })?;
-    let app = Arc::clone(app);
-    std::thread::Builder::new()
-        .name("stratum-watcher".into())
-        .spawn(move || run(&app, &rx))
-        .map_err(|_| KbError::external("starting the watcher thread"))?;
-    Ok(VaultWatcher { _watcher: watcher })
+type AnyWatcher = Box<dyn Watcher + Send>;
+
+fn start(root: &Path, tx: &Sender<Msg>, mode: WatchMode) -> notify::Result<AnyWatcher> {
+    let tx = tx.clone();
+    let handler = move |ev| {
+        let _ = tx.send(Msg::Event(ev));
+    };
+    let mut w: AnyWatcher = match mode {
+        WatchMode::Poll(interval) => Box::new(notify::PollWatcher::new(
+            handler,
+            notify::Config::default().with_poll_interval(interval),
+        )?),
+        _ => Box::new(notify::recommended_watcher(handler)?),
+    };
+    w.watch(root, RecursiveMode::Recursive)?;
+    Ok(w)
 }
 
-fn classify(app: &App, path: &std::path::Path, kind: &EventKind) -> Option<Change> {
+/// Starts watching the vault of `app` with OS events (polling if they cannot be had).
+pub fn watch(app: &Arc<App>) -> KbResult<VaultWatcher> {
+    watch_with(
+        app,
+        WatchMode::Auto {
+            poll: DEFAULT_POLL_INTERVAL,
+        },
+    )
+    .and_then(|w| w.ok_or_else(|| KbError::internal("no watcher")))
+}
+
+/// Starts watching the vault of `app` as `mode` says; `None` for [`WatchMode::Off`].
+pub fn watch_with(app: &Arc<App>, mode: WatchMode) -> KbResult<Option<VaultWatcher>> {
+    let (tx, rx) = channel::<Msg>();
+    let root = app.vault().root().to_path_buf();
+    let watcher = match mode {
+        WatchMode::Off => return Ok(None),
+        WatchMode::Poll(_) => start(&root, &tx, mode),
+        WatchMode::Auto { poll } => start(&root, &tx, mode).or_else(|e| {
+            tracing::warn!(error = %e, "file events unavailable; polling the vault every {}s instead", poll.as_secs_f64());
+            start(&root, &tx, WatchMode::Poll(poll))
+        }),
+    }
+    .map_err(|e| {
+        tracing::error!(error = %e, "cannot watch the vault");
+        KbError::external("watching the vault")
+    })?;
+    let app = Arc::clone(app);
+    let control = tx.clone();
+    std::thread::Builder::new()
+        .name("stratum-watcher".into())
+        .spawn(move || run(&app, &rx, &tx, watcher, mode))
+        .map_err(|_| KbError::external("starting the watcher thread"))?;
+    Ok(Some(VaultWatcher { control }))
+}
+
+fn classify(app: &App, path: &Path, kind: &EventKind) -> Option<Change> {
     if matches!(kind, EventKind::Access(_)) {
         return None;
     }
     let rel = path.strip_prefix(app.vault().root()).ok()?;
-    // Anything under a dot-folder (.pkm, .git) or a dot-file (our temp files) is not a note.
+    // Anything under a dot-folder (.pkm, .git, .obsidian) or a dot-file (our temp files, vim's
+    // swap files) is not a note.
     if rel
         .components()
         .any(|c| c.as_os_str().to_string_lossy().starts_with('.'))
@@ -71,75 +137,148 @@ fn classify(app: &App, path: &std::path::Path, kind: &EventKind) -> Option<Chang
         Ok(p) => Some(Change::Note(p)),
         // A folder event (rename, removal) may move many notes at once.
         Err(_) if path.is_dir() || path.extension().is_none() => Some(Change::Rescan),
+        // Editors' backups and temp files (`note.md~`, `note.md.tmp`): not notes.
         Err(_) => None,
     }
 }
 
-fn run(app: &App, rx: &Receiver<notify::Result<notify::Event>>) {
+/// One debounced burst: the notes it touched, and whether a rescan is needed.
+#[derive(Default)]
+struct Burst {
+    notes: HashSet<VaultPath>,
+    rescan: bool,
+}
+
+impl Burst {
+    /// Adds a changed note, unless the change is the echo of our own save; from here until the
+    /// writer has applied the burst, the note counts as pending.
+    fn add(&mut self, app: &App, note: VaultPath) {
+        if !is_echo(app, &note) && self.notes.insert(note) {
+            app.pending.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+fn run(
+    app: &Arc<App>,
+    rx: &Receiver<Msg>,
+    tx: &Sender<Msg>,
+    mut _watcher: AnyWatcher,
+    mode: WatchMode,
+) {
+    let mut polling = matches!(mode, WatchMode::Poll(_));
     loop {
         // Block until something happens: an idle vault costs no CPU.
-        let first = match rx.recv() {
-            Ok(ev) => ev,
-            Err(_) => return,
-        };
-        let mut notes: HashSet<VaultPath> = HashSet::new();
-        let mut rescan = false;
-        let mut take = |ev: notify::Result<notify::Event>| match ev {
-            Ok(ev) => {
-                for p in &ev.paths {
-                    match classify(app, p, &ev.kind) {
-                        Some(Change::Note(n)) => {
-                            let fresh = notes.insert(n);
-                            if fresh {
-                                app.pending.fetch_add(1, Ordering::AcqRel);
-                            }
+        let Ok(first) = rx.recv() else { return };
+        let mut burst = Burst::default();
+        let mut out_of_watches = false;
+        let mut take = |msg: Msg, burst: &mut Burst| -> bool {
+            match msg {
+                Msg::Stop => return false,
+                Msg::Event(Ok(ev)) => {
+                    if ev.need_rescan() {
+                        tracing::warn!(
+                            "the watcher's event queue overflowed; rescanning the vault"
+                        );
+                        burst.rescan = true;
+                    }
+                    for p in &ev.paths {
+                        match classify(app, p, &ev.kind) {
+                            Some(Change::Note(n)) => burst.add(app, n),
+                            Some(Change::Rescan) => burst.rescan = true,
+                            None => {}
                         }
-                        Some(Change::Rescan) => rescan = true,
-                        None => {}
                     }
                 }
+                Msg::Event(Err(e)) => {
+                    if matches!(e.kind, notify::ErrorKind::MaxFilesWatch) {
+                        out_of_watches = true;
+                    } else {
+                        tracing::warn!(error = %e, "watcher error; rescanning the vault");
+                    }
+                    burst.rescan = true;
+                }
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "watcher error; rescanning");
-                rescan = true;
-            }
+            true
         };
-        take(first);
+        if !take(first, &mut burst) {
+            return;
+        }
         loop {
             match rx.recv_timeout(DEBOUNCE) {
-                Ok(ev) => take(ev),
+                Ok(msg) => {
+                    if !take(msg, &mut burst) {
+                        return;
+                    }
+                }
                 Err(RecvTimeoutError::Timeout) => break,
                 Err(RecvTimeoutError::Disconnected) => return,
             }
         }
-        let count = notes.len() as u64;
-        if rescan && let Err(e) = scan::scan(app, ScanMode::Incremental) {
-            tracing::warn!(error = %e, "rescan after a folder change failed");
+        if out_of_watches && !polling {
+            let poll = match mode {
+                WatchMode::Auto { poll } | WatchMode::Poll(poll) => poll,
+                WatchMode::Off => DEFAULT_POLL_INTERVAL,
+            };
+            match start(app.vault().root(), tx, WatchMode::Poll(poll)) {
+                Ok(w) => {
+                    tracing::warn!(
+                        "the OS's file-watch limit is reached (raise fs.inotify.max_user_watches); polling the vault every {}s instead",
+                        poll.as_secs_f64()
+                    );
+                    _watcher = w;
+                    polling = true;
+                }
+                Err(e) => tracing::error!(error = %e, "cannot poll the vault either"),
+            }
         }
-        for note in notes {
-            apply(app, &note);
+        if burst.rescan {
+            app.pending.fetch_add(1, Ordering::AcqRel);
         }
-        app.pending.fetch_sub(count, Ordering::AcqRel);
+        app.queue(move |app| apply_burst(app, burst));
     }
 }
 
-/// Applies one note's change unless it is the echo of our own save.
-fn apply(app: &App, note: &VaultPath) {
-    let abs: PathBuf = app.vault().abs(note);
-    let now = std::fs::read(&abs)
+/// Applies one burst on the writer: the rescan first when asked, then the notes, in one update;
+/// then the burst no longer counts as pending.
+fn apply_burst(app: &App, burst: Burst) {
+    let count = burst.notes.len() as u64 + u64::from(burst.rescan);
+    if burst.rescan
+        && let Err(e) = scan::scan(app, scan::ScanMode::Incremental)
+    {
+        tracing::warn!(error = %e, "rescan after a folder change failed");
+    }
+    if !burst.notes.is_empty() {
+        let notes: Vec<VaultPath> = burst.notes.into_iter().collect();
+        match scan::sync_paths(app, &notes) {
+            Ok(r) if r.updated + r.removed > 0 => tracing::info!(
+                updated = r.updated,
+                removed = r.removed,
+                "applied external changes"
+            ),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, notes = notes.len(), "could not apply external changes")
+            }
+        }
+    }
+    app.pending.fetch_sub(count, Ordering::AcqRel);
+}
+
+/// Whether the note's file is what the server itself last wrote there (the event is the echo of
+/// our own save, recorded before the file changed). Another program's later edit is not.
+fn is_echo(app: &App, note: &VaultPath) -> bool {
+    let mut own = app.own_saves.lock();
+    let Some(ours) = own.get(note.as_str()) else {
+        return false;
+    };
+    let now = std::fs::read(app.vault().abs(note))
         .ok()
         .map(|b| sha256_hex(&b))
         .unwrap_or_default();
-    {
-        let mut own = app.own_saves.lock();
-        if own.get(note.as_str()) == Some(&now) {
-            own.remove(note.as_str());
-            return;
-        }
+    if *ours == now {
+        return true;
     }
-    match scan::sync_one(app, note) {
-        Ok(true) => tracing::info!(note = %note, "applied an external change"),
-        Ok(false) => {}
-        Err(e) => tracing::warn!(note = %note, error = %e, "could not apply an external change"),
-    }
+    own.remove(note.as_str());
+    false
 }

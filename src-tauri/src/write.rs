@@ -1,10 +1,10 @@
 //! The one write path (DESIGN.md "Write path"), used by every mutating command:
 //!
-//! validate, then the shared IndexingGuard (a rebuild excludes writers), the vault write lock,
-//! the `expected_modified` check (mismatch = Conflict, zero mutation), a temp file in the same
+//! validate, then on the vault's writer thread (one mutation at a time; a rebuild excludes the
+//! rest), the `expected_modified` check (mismatch = Conflict, zero mutation), a temp file in the same
 //! folder with fsync, rename and fsync of the folder, the SQLite transaction, the index commit
-//! (read-your-writes), the own-save record for the watcher, and the hooks once the lock is
-//! released.
+//! (read-your-writes), the own-save record for the watcher, and the hooks once the writer has
+//! answered.
 //!
 //! If the transaction fails, the previous file (bytes and mtime) is put back, so the file and the
 //! store never disagree. An index failure leaves file and store correct and marks the index
@@ -152,12 +152,14 @@ impl App {
         }
     }
 
-    /// The one write path. `f` sees the note as it is under the lock and decides the change.
-    pub(crate) fn mutate<T>(
+    /// The one write path. `f` sees the note as it is on disk when the writer takes the request,
+    /// and decides the change. Waits up to `write_budget` for the writer to take it (a rebuild
+    /// may hold it), then VaultLocked with nothing changed.
+    pub(crate) fn mutate<T: Send + 'static>(
         &self,
         path: &VaultPath,
         expected_modified: Option<&str>,
-        f: impl FnOnce(&Current) -> KbResult<(Change, T)>,
+        f: impl FnOnce(&Current) -> KbResult<(Change, T)> + Send + 'static,
     ) -> KbResult<(Outcome, T)> {
         let expected = match expected_modified {
             None => None,
@@ -168,13 +170,22 @@ impl App {
                 .with_hint("Pass the modified_at string a previous kb_get_page returned.")
             })?),
         };
-        let _shared = self
-            .guard
-            .shared(self.config.write_budget)
-            .ok_or_else(|| KbError::locked(self.config.write_budget.as_secs().max(1)))?;
-        let _lock = self.write_lock.lock();
-        let abs = self.vault.abs(path);
+        let owned = path.clone();
+        let (outcome, extra) = self.on_writer(Some(self.config.write_budget), move |app| {
+            app.mutate_on_writer(&owned, expected, f)
+        })?;
+        self.dispatch_hooks(path, &outcome);
+        Ok((outcome, extra))
+    }
 
+    /// [`App::mutate`] on the writer thread: nothing else changes the store or the index meanwhile.
+    fn mutate_on_writer<T>(
+        &self,
+        path: &VaultPath,
+        expected: Option<SystemTime>,
+        f: impl FnOnce(&Current) -> KbResult<(Change, T)>,
+    ) -> KbResult<(Outcome, T)> {
+        let abs = self.vault.abs(path);
         let current = match std::fs::read(&abs) {
             Ok(bytes) => Current {
                 mtime: std::fs::metadata(&abs).and_then(|m| m.modified()).ok(),
@@ -204,6 +215,7 @@ impl App {
         }
 
         let (change, extra) = f(&current)?;
+        let key = [path.as_str()];
         let outcome = match change {
             Change::Keep => Outcome::Unchanged,
             Change::Write(text) => {
@@ -217,18 +229,20 @@ impl App {
                 }
                 // Marked before anything changes, cleared after the index commit: a crash in
                 // between leaves the note lagging, and the next scan re-indexes it.
-                self.store
-                    .mark_index_lag(&[path.as_str()])
-                    .map_err(KbError::from)?;
+                self.begin_update(&key)?;
+                // Recorded before the file changes, so the watcher knows the rename's event as
+                // our echo however soon it arrives.
+                self.record_own_save(path, Some(&prepared.record.hash));
                 let mtime = match self.atomic_write(&abs, text.as_bytes(), current.mtime, None) {
                     Ok(mtime) => mtime,
                     Err(e) => {
+                        self.record_own_save(path, None);
                         // A failure after the rename (the folder fsync) leaves the new text in
                         // place while the store still has the old: put the old one back.
                         if std::fs::read(&abs).ok() != current.bytes {
                             self.restore(path, &abs, &current);
                         }
-                        let _ = self.store.clear_index_lag(&[path.as_str()]);
+                        let _ = self.store.clear_index_lag(&key);
                         return Err(io_error("writing the note", path, &e));
                     }
                 };
@@ -239,16 +253,15 @@ impl App {
                     .step(Step::StoreTransaction)
                     .map_err(|e| KbError::external(&format!("store transaction: {e}")))
                     .and_then(|_| {
-                        self.store
-                            .save_page(&prepared.record, &prepared.blocks)
-                            .map_err(KbError::from)
+                        self.store_pages(&[&prepared], &|rows| self.store.save_pages(rows))
                     });
-                let ids = match saved {
+                let ids = match saved.map(|mut ids| ids.pop().unwrap_or_default()) {
                     Ok(ids) => ids,
                     Err(e) => {
                         tracing::error!(note = %path, error = %e, "store transaction failed; restoring the note");
                         self.restore(path, &abs, &current);
-                        let _ = self.store.clear_index_lag(&[path.as_str()]);
+                        self.record_own_save(path, None);
+                        let _ = self.store.clear_index_lag(&key);
                         return Err(KbError::external("saving the note to the store")
                             .with_note(path.as_str())
                             .with_hint("The note was left as it was before this call. Retry; if it persists, check the server log."));
@@ -262,36 +275,28 @@ impl App {
                 }
                 let indexed = self
                     .step(Step::IndexCommit)
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| KbError::external(&e.to_string()))
                     .and_then(|_| {
-                        self.index
-                            .replace_page(path.as_str(), &prepared.index_docs(&ids))
-                            .and_then(|_| self.index.commit())
-                            .map_err(|e| e.to_string())
-                    });
-                match indexed {
-                    Ok(()) => self.clear_lag(path),
-                    Err(e) => {
-                        tracing::error!(note = %path, error = %e, "index refresh failed; the note lags the index until the next reindex")
-                    }
+                        self.index_pages(&[&prepared], std::slice::from_ref(&ids), &|_| true)
+                    })
+                    .and_then(|_| self.finish_update(&key));
+                if let Err(e) = indexed {
+                    tracing::error!(note = %path, error = %e, "index refresh failed; the note lags the index until the next reindex");
                 }
-                self.own_saves
-                    .lock()
-                    .insert(path.as_str().to_owned(), prepared.record.hash.clone());
                 Outcome::Written(Box::new(prepared), ids)
             }
             Change::Delete => {
                 if current.bytes.is_none() {
                     return Err(KbError::not_found(path.as_str()));
                 }
-                self.store
-                    .mark_index_lag(&[path.as_str()])
-                    .map_err(KbError::from)?;
+                self.begin_update(&key)?;
+                self.record_own_save(path, Some(""));
                 if let Err(e) = self
                     .step(Step::Remove)
                     .and_then(|_| std::fs::remove_file(&abs))
                 {
-                    self.clear_lag(path);
+                    self.record_own_save(path, None);
+                    let _ = self.store.clear_index_lag(&key);
                     return Err(io_error("deleting the note", path, &e));
                 }
                 if let Some(dir) = abs.parent() {
@@ -300,41 +305,32 @@ impl App {
                 let removed = self
                     .step(Step::StoreTransaction)
                     .map_err(|e| KbError::external(&format!("store transaction: {e}")))
-                    .and_then(|_| self.store.delete_page(path).map_err(KbError::from));
+                    .and_then(|_| self.drop_pages(&[path.as_str().to_owned()]));
                 if let Err(e) = removed {
                     tracing::error!(note = %path, error = %e, "store transaction failed; restoring the note");
                     self.restore(path, &abs, &current);
-                    self.clear_lag(path);
+                    self.record_own_save(path, None);
+                    let _ = self.store.clear_index_lag(&key);
                     return Err(KbError::external("deleting the note from the store")
                         .with_note(path.as_str()));
                 }
-                self.pages_changed();
-                match self
-                    .index
-                    .delete_page(path.as_str())
-                    .and_then(|_| self.index.commit())
-                {
-                    Ok(()) => self.clear_lag(path),
-                    Err(e) => {
-                        tracing::error!(note = %path, error = %e, "index refresh failed; the note lags the index until the next reindex")
-                    }
+                if let Err(e) = self.finish_update(&key) {
+                    tracing::error!(note = %path, error = %e, "index refresh failed; the note lags the index until the next reindex");
                 }
-                self.own_saves
-                    .lock()
-                    .insert(path.as_str().to_owned(), String::new());
                 Outcome::Deleted
             }
         };
-        drop(_lock);
-        self.dispatch_hooks(path, &outcome);
         Ok((outcome, extra))
     }
 
-    fn clear_lag(&self, path: &VaultPath) {
-        if let Err(e) = self.store.clear_index_lag(&[path.as_str()]) {
-            // Harmless: the note is re-indexed by the next scan.
-            tracing::warn!(note = %path, error = %e, "could not clear the index-lag mark");
-        }
+    /// What the watcher should take for our own echo at `path`: the content hash we are writing
+    /// (`""` for a delete), or nothing when the write was undone.
+    fn record_own_save(&self, path: &VaultPath, hash: Option<&str>) {
+        let mut own = self.own_saves.lock();
+        match hash {
+            Some(h) => own.insert(path.as_str().to_owned(), h.to_owned()),
+            None => own.remove(path.as_str()),
+        };
     }
 
     fn dispatch_hooks(&self, path: &VaultPath, outcome: &Outcome) {

@@ -1,6 +1,7 @@
 //! The write path under failure and contention: a failure injected at every step of a save or a
 //! delete leaves the note as it was before or as it is after, never anything else, with the
-//! store intact; a rebuild excludes writers with VaultLocked while reads go on; hooks fire.
+//! store intact; a busy writer (a rebuild) turns writes away with VaultLocked while reads go on;
+//! hooks fire.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers fail loudly by design
 
 use std::path::Path;
@@ -169,7 +170,7 @@ fn a_failure_at_any_step_of_a_delete_leaves_before_or_after() {
 }
 
 #[test]
-fn a_rebuild_excludes_writers_with_vault_locked_while_reads_go_on() {
+fn a_busy_writer_turns_writes_away_with_vault_locked_and_nothing_changed_while_reads_go_on() {
     let dir = tempfile::tempdir().unwrap();
     let app = open(
         dir.path(),
@@ -179,11 +180,27 @@ fn a_rebuild_excludes_writers_with_vault_locked_while_reads_go_on() {
         },
     );
     let p = VaultPath::parse(app.vault(), "r.md").unwrap();
+    let q = VaultPath::parse(app.vault(), "q.md").unwrap();
     page::save_page(&app, &p, "- readable ibis", None).unwrap();
-    let held = app
-        .indexing_guard()
-        .exclusive(Duration::from_secs(1))
-        .unwrap();
+    // A save that holds the writer (as a rebuild does) until the test lets it go.
+    let (entered_tx, entered) = std::sync::mpsc::channel::<()>();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let gate = Mutex::new(Some((entered_tx, released)));
+    app.set_fault_injector(Some(Arc::new(move |step: Step| {
+        if step == Step::TempCreate
+            && let Some((entered, released)) = gate.lock().unwrap().take()
+        {
+            entered.send(()).unwrap();
+            released.recv().unwrap();
+        }
+        Ok(())
+    })));
+    let busy = {
+        let (app, q) = (Arc::clone(&app), q.clone());
+        std::thread::spawn(move || page::save_page(&app, &q, "- slow stork", None))
+    };
+    entered.recv().unwrap();
+
     let err = page::save_page(&app, &p, "- blocked", None).unwrap_err();
     assert_eq!(err.kind, ErrorKind::VaultLocked);
     assert!(err.retry_after_seconds.unwrap_or(0) >= 1);
@@ -196,12 +213,34 @@ fn a_rebuild_excludes_writers_with_vault_locked_while_reads_go_on() {
         "- readable ibis"
     );
     assert_eq!(search::search_blocks(&app, "ibis", 5, 0).unwrap().total, 1);
-    assert!(
-        !search::index_status(&app).unwrap().index_fresh,
-        "a running rebuild means not fresh"
+
+    release.send(()).unwrap();
+    busy.join().unwrap().unwrap();
+    app.set_fault_injector(None);
+    // The refused writes never ran, not even later.
+    page::save_page(&app, &q, "- after stork", None).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("r.md")).unwrap(),
+        "- readable ibis"
     );
-    drop(held);
+    assert_eq!(
+        search::search_blocks(&app, "blocked", 5, 0).unwrap().total,
+        0
+    );
     page::save_page(&app, &p, "- unblocked", None).unwrap();
+}
+
+#[test]
+fn a_running_rebuild_means_not_fresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = open(dir.path(), AppConfig::default());
+    let held = app
+        .indexing_guard()
+        .exclusive(Duration::from_secs(1))
+        .unwrap();
+    assert!(!search::index_status(&app).unwrap().index_fresh);
+    drop(held);
+    assert!(search::index_status(&app).unwrap().index_fresh);
 }
 
 #[derive(Default)]
@@ -254,7 +293,8 @@ fn a_second_app_on_the_same_vault_is_refused() {
     let second = App::open(Vault::open(dir.path()).unwrap(), AppConfig::default());
     let err = second.err().expect("the vault lock is held");
     assert!(
-        err.message.contains("another stratum-mcp process"),
+        err.message.contains("another stratum-mcp process")
+            && err.message.contains("leads this vault"),
         "{}",
         err.message
     );

@@ -5,7 +5,8 @@
 //! <vault>/.pkm/blocks.db         SQLite store (WAL)
 //! <vault>/.pkm/search/           Tantivy index
 //! <vault>/.pkm/mcp-tokens.json   hashed personal access tokens
-//! <vault>/.pkm/write.lock        advisory lock held by the process that writes
+//! <vault>/.pkm/write.lock        advisory lock held by the process that leads the vault (writes)
+//! <vault>/.pkm/leader.sock       where the leader answers the vault's other processes (0600)
 //! ```
 
 use std::path::{Path, PathBuf};

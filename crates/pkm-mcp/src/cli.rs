@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pkm_core::Vault;
-use stratum_app::scan::{self, ScanMode};
-use stratum_app::{App, AppConfig};
+use stratum_app::{AppConfig, WatchMode};
+
+use crate::lead::{Host, HostOptions, Request};
 
 use crate::scope::{self, Scope};
 use crate::server::StratumServer;
@@ -34,6 +35,17 @@ pub struct Cli {
 pub enum LogFormat {
     Text,
     Json,
+}
+
+/// How the leading process notices edits made by other programs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Watch {
+    /// The OS's file events; polling when they are unavailable or the OS's watch limit is reached.
+    Auto,
+    /// Compare the vault's files every --poll-interval (network shares, some containers).
+    Poll,
+    /// Not at all: external edits reach the index on kb_reindex or at the next start.
+    Off,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -123,6 +135,27 @@ pub struct ServeArgs {
         value_name = "SECONDS"
     )]
     pub write_budget: u64,
+    /// How edits made by other programs (editors, git, sync tools) reach the index.
+    #[arg(long, env = "STRATUM_MCP_WATCH", value_enum, default_value = "auto")]
+    pub watch: Watch,
+    /// Seconds between two looks at the vault with --watch poll (and when auto falls back to it).
+    #[arg(
+        long,
+        env = "STRATUM_MCP_POLL_INTERVAL",
+        default_value_t = 2.0,
+        value_name = "SECONDS",
+        value_parser = poll_interval
+    )]
+    pub poll_interval: f64,
+}
+
+fn poll_interval(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.05..=3600.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds from 0.05 to 3600"
+        )),
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -261,15 +294,24 @@ fn run_token(cmd: TokenCommand) -> Result<(), Exit> {
     Ok(())
 }
 
+/// `stratum-mcp index`: the scan runs on the vault's leading process, which is this one unless a
+/// server already leads the vault; either way the progress shows here.
 fn run_index(vault: &Path, rebuild: bool) -> Result<(), Exit> {
     let vault = open_vault(vault)?;
-    let app = App::open(vault, AppConfig::default()).map_err(|e| Exit(1, e.to_string()))?;
+    let host = Host::open(
+        vault,
+        HostOptions {
+            config: AppConfig::default(),
+            watch: None,
+            hooks: Vec::new(),
+        },
+    )
+    .map_err(|e| Exit(1, format!("cannot open the vault's store: {e}")))?;
+    if !host.is_leader() {
+        eprintln!("a stratum-mcp server leads this vault; it runs the index update");
+    }
     let started = std::time::Instant::now();
-    let mode = if rebuild {
-        ScanMode::Rebuild
-    } else {
-        ScanMode::Incremental
-    };
+    let request = Request::Scan { rebuild };
     let report = if std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::new(0);
         bar.set_style(
@@ -278,46 +320,62 @@ fn run_index(vault: &Path, rebuild: bool) -> Result<(), Exit> {
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
-        let r = scan::scan_with_progress(&app, mode, &|done, total| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
+        let shown = bar.clone();
+        let r = host.call_with_progress(request, &move |done, total| {
+            shown.set_length(total as u64);
+            shown.set_position(done as u64);
         });
         bar.finish_and_clear();
         r
     } else {
-        scan::scan(&app, mode)
+        host.call(request)
     }
     .map_err(|e| Exit(1, e.to_string()))?;
+    let count = |k: &str| report[k].as_u64().unwrap_or(0);
+    let skipped = report["skipped"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     eprintln!(
         "indexed {} notes in {:.2}s: {} updated, {} removed, {} skipped",
-        report.scanned,
+        count("scanned"),
         started.elapsed().as_secs_f64(),
-        report.updated,
-        report.removed,
-        report.skipped.len()
+        count("updated"),
+        count("removed"),
+        skipped.len()
     );
-    for (path, why) in &report.skipped {
-        eprintln!("skipped {path}: {why}");
+    for s in skipped {
+        eprintln!(
+            "skipped {}: {}",
+            s[0].as_str().unwrap_or_default(),
+            s[1].as_str().unwrap_or_default()
+        );
     }
     Ok(())
 }
 
-/// Opens the vault of a serving command and starts its warm-up scan.
-pub(crate) fn open_app_for_serve(args: &ServeArgs) -> Result<Arc<App>, Exit> {
+/// Joins the vault of a serving command: leads it (first scan, watcher, local socket) or follows
+/// the process that does.
+pub(crate) fn open_host_for_serve(args: &ServeArgs) -> Result<Arc<Host>, Exit> {
     let vault_path = args
         .vault
         .as_deref()
         .ok_or_else(|| usage("--vault PATH is required (or set STRATUM_MCP_VAULT)"))?;
     let vault = open_vault(vault_path)?;
-    let config = AppConfig {
-        write_budget: std::time::Duration::from_secs(args.write_budget),
-        ..AppConfig::default()
+    let poll = std::time::Duration::from_secs_f64(args.poll_interval);
+    let options = HostOptions {
+        config: AppConfig {
+            write_budget: std::time::Duration::from_secs(args.write_budget),
+            ..AppConfig::default()
+        },
+        watch: Some(match args.watch {
+            Watch::Auto => WatchMode::Auto { poll },
+            Watch::Poll => WatchMode::Poll(poll),
+            Watch::Off => WatchMode::Off,
+        }),
+        hooks: vec![Arc::new(crate::notify::TracingHooks)],
     };
-    let app = App::open(vault, config)
-        .map_err(|e| Exit(1, format!("cannot open the vault's store: {e}")))?;
-    app.add_hooks(Arc::new(crate::notify::TracingHooks));
-    app.warm_up();
-    Ok(app)
+    Host::open(vault, options).map_err(|e| Exit(1, format!("cannot open the vault's store: {e}")))
 }
 
 pub(crate) fn new_runtime() -> Result<tokio::runtime::Runtime, Exit> {
@@ -334,9 +392,12 @@ fn run_serve(args: ServeArgs) -> Result<(), Exit> {
     }
     // Subscribed before the warm-up scan starts, so its milestones reach the client too.
     let client_log = crate::notify::subscribe();
-    let app = open_app_for_serve(&args)?;
+    let host = open_host_for_serve(&args)?;
     new_runtime()?
-        .block_on(crate::stdio::serve(StratumServer::new(app), client_log))
+        .block_on(crate::stdio::serve(
+            StratumServer::with_host(host),
+            client_log,
+        ))
         .map_err(|e| Exit(1, format!("stdio transport: {e}")))
 }
 

@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod errors;
 pub mod http;
+pub mod lead;
 pub mod notify;
 pub mod schema;
 pub mod scope;

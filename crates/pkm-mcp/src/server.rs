@@ -9,6 +9,7 @@ use stratum_app::App;
 use stratum_app::dto::RESPONSE_MAX_BYTES;
 
 use crate::errors::{Kind, McpError};
+use crate::lead::{Host, Request};
 use crate::notify::{ClientLevel, LevelFilter};
 use crate::schema;
 use crate::scope::Scope;
@@ -40,15 +41,22 @@ impl Caller {
 
 #[derive(Clone)]
 pub struct StratumServer {
-    app: Arc<App>,
+    /// The vault, led by this process or by another one this process forwards to.
+    host: Arc<Host>,
     /// The least severe `notifications/message` level the stdio client wants.
     client_log_level: Arc<LevelFilter>,
 }
 
 impl StratumServer {
+    /// A server over `app`, which this process leads alone (tests, fuzzing).
     pub fn new(app: Arc<App>) -> StratumServer {
+        Self::with_host(Host::local(app))
+    }
+
+    /// A server over a vault shared with other processes.
+    pub fn with_host(host: Arc<Host>) -> StratumServer {
         StratumServer {
-            app,
+            host,
             client_log_level: Arc::default(),
         }
     }
@@ -61,8 +69,21 @@ impl StratumServer {
         Arc::clone(&self.client_log_level)
     }
 
-    pub fn app(&self) -> &Arc<App> {
-        &self.app
+    pub fn host(&self) -> &Arc<Host> {
+        &self.host
+    }
+
+    /// Runs `request` on the vault (here or on the leading process) off the async threads.
+    pub(crate) async fn run(&self, request: Request) -> Result<Value, McpError> {
+        let host = Arc::clone(&self.host);
+        let span = tracing::Span::current();
+        tokio::task::spawn_blocking(move || span.in_scope(|| host.call(request)))
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "a vault call panicked or was cancelled");
+                McpError::new(Kind::Internal, "internal error").with_hint("Check the server log.")
+            })?
+            .map_err(McpError::from)
     }
 
     /// The `initialize` result (contract §3).
@@ -129,20 +150,16 @@ impl StratumServer {
             note,
             token = caller.token_name.as_deref().unwrap_or("")
         );
-        let app = Arc::clone(&self.app);
-        let handler = tool.handler;
-        let result = tokio::task::spawn_blocking(move || span.in_scope(|| handler(&app, &args)))
+        let request = Request::Tool {
+            name: name.to_owned(),
+            args,
+        };
+        let result = tracing::Instrument::instrument(self.run(request), span)
             .await
-            .map_err(|e| {
-                tracing::error!(error = %e, tool = name, "tool handler panicked or was cancelled");
-                McpError::new(Kind::Internal, "internal error").with_hint("Check the server log.")
-            })?
-            .map_err(|e| {
-                let e = McpError::from(e);
+            .inspect_err(|e| {
                 if matches!(e.kind, Kind::External | Kind::Internal) {
                     tracing::warn!(tool = name, message = %e.message, "tool failed");
                 }
-                e
             })?;
         let text = serde_json::to_string(&result)
             .map_err(|_| McpError::new(Kind::Internal, "serializing a response"))?;
@@ -158,19 +175,16 @@ impl StratumServer {
 
     /// `resources/list`: every note as `note://<path>`, paged with the same cursor as kb_list_pages.
     pub async fn list_resources(&self, cursor: Option<String>) -> Result<Value, McpError> {
-        let app = Arc::clone(&self.app);
-        let list = tokio::task::spawn_blocking(move || {
-            stratum_app::commands::page::list_pages(&app, 500, cursor.as_deref())
-        })
-        .await
-        .map_err(|_| McpError::new(Kind::Internal, "internal error"))??;
-        let resources: Vec<Value> = list
-            .pages
+        let list = self.run(Request::ListPages { limit: 500, cursor }).await?;
+        let resources: Vec<Value> = list["pages"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
             .iter()
-            .map(|p| json!({"uri": format!("{RESOURCE_PREFIX}{}", p.path), "name": p.path, "title": p.title, "mimeType": "text/markdown"}))
+            .map(|p| json!({"uri": format!("{RESOURCE_PREFIX}{}", p["path"].as_str().unwrap_or_default()), "name": p["path"], "title": p["title"], "mimeType": "text/markdown"}))
             .collect();
         let mut out = json!({"resources": resources});
-        if let Some(c) = list.next_cursor {
+        if let Some(c) = list["next_cursor"].as_str() {
             out["nextCursor"] = json!(c);
         }
         Ok(out)
@@ -200,15 +214,15 @@ impl StratumServer {
             )
             .with_hint("Use note://<vault-relative path>.")
         })?;
-        let app = Arc::clone(&self.app);
-        let raw_owned = raw.to_owned();
-        let text = tokio::task::spawn_blocking(move || {
-            let path = VaultPath::parse(app.vault(), &raw_owned)
-                .map_err(|e| crate::tools::path_error("uri", &raw_owned, &e))?;
-            stratum_app::commands::page::read_raw(&app, &path)
-        })
-        .await
-        .map_err(|_| McpError::new(Kind::Internal, "internal error"))??;
+        // Checked here, so a bad URI is refused the same way on every process.
+        VaultPath::parse(self.host.vault(), raw)
+            .map_err(|e| McpError::from(crate::tools::path_error("uri", raw, &e)))?;
+        let text = self
+            .run(Request::ReadRaw {
+                path: raw.to_owned(),
+            })
+            .await?;
+        let text = text.as_str().unwrap_or_default();
         Ok(json!({"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]}))
     }
 

@@ -419,22 +419,6 @@ fn concurrent_guarded_writes_to_one_note_let_exactly_one_win() {
 }
 
 #[test]
-fn a_second_server_on_the_same_vault_is_refused_with_one_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let _first = Server::start(dir.path());
-    let out = Command::new(env!("CARGO_BIN_EXE_stratum-mcp"))
-        .args(["--stdio", "--vault"])
-        .arg(dir.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("another stratum-mcp process"), "{stderr}");
-    assert!(out.stdout.is_empty());
-}
-
-#[test]
 fn oversized_notes_are_an_error_that_says_how_to_read_them() {
     let dir = tempfile::tempdir().unwrap();
     let big = format!(

@@ -9,7 +9,7 @@ use crate::convert::{Prepared, prepare};
 use crate::dto::{self, Empty, LinkDto, NoteDocument, PageList, PageSummary, TagOperationResult};
 use crate::write::{Change, Outcome};
 
-fn document(path: &VaultPath, text: String, p: &Prepared, ids: &[String]) -> NoteDocument {
+fn document(path: &VaultPath, text: String, p: &Prepared, ids: &[Option<String>]) -> NoteDocument {
     NoteDocument {
         path: path.as_str().to_owned(),
         slug: path.slug().to_owned(),
@@ -20,7 +20,7 @@ fn document(path: &VaultPath, text: String, p: &Prepared, ids: &[String]) -> Not
             .iter()
             .map(|(block, l)| LinkDto {
                 target: l.target.clone(),
-                block_id: block.and_then(|i| ids.get(i)).cloned(),
+                block_id: block.and_then(|i| ids.get(i)).cloned().flatten(),
                 position: l.position,
             })
             .collect(),
@@ -49,9 +49,14 @@ fn read_text(app: &App, path: &VaultPath) -> KbResult<(String, std::fs::Metadata
     Ok((text, meta))
 }
 
-/// Reads a note from disk (the source of truth) with the block ids the store gave it. A note
-/// the store has not caught up with (an external edit the watcher has not applied yet) is
-/// brought up to date first, so the ids returned are the ones search hits will carry.
+/// How long a read of a note the store is behind on waits for the writer to catch up.
+const STALE_READ_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Reads a note from disk (the source of truth) with the block ids the store gave it. A note the
+/// store is behind on (an external edit the watcher has not applied yet) gets a sync queued on the
+/// writer; the read waits a moment for it, so the ids returned are the ones search hits will
+/// carry, but never behind a rebuild: then it answers from the file, with the ids of the blocks
+/// the store already knows (by id property or identical content) and none for new ones.
 pub fn open_page(app: &App, path: &VaultPath) -> KbResult<NoteDocument> {
     let (text, meta) = read_text(app, path)?;
     let mtime = meta
@@ -60,16 +65,33 @@ pub fn open_page(app: &App, path: &VaultPath) -> KbResult<NoteDocument> {
     let prepared = prepare(path, &text, mtime, meta.len());
     let row = app.store.get_page(path).map_err(KbError::from)?;
     let fresh = row.as_ref().is_some_and(|r| r.hash == prepared.record.hash);
-    if !fresh {
-        crate::commands::search::reindex_page(app, path)?;
-    }
-    let ids: Vec<String> = app
-        .store
-        .get_blocks_by_page(path)
-        .map_err(KbError::from)?
-        .into_iter()
-        .map(|b| b.id)
-        .collect();
+    let synced = fresh || {
+        let owned = path.clone();
+        app.on_writer_within(STALE_READ_WAIT, move |app| {
+            crate::scan::sync_paths(app, std::slice::from_ref(&owned))
+        })
+        .is_some_and(|r| r.is_ok())
+    };
+    let stored = app.store.get_blocks_by_page(path).map_err(KbError::from)?;
+    let ids: Vec<Option<String>> = if synced {
+        stored.into_iter().map(|b| Some(b.id)).collect()
+    } else {
+        let mut unused: Vec<Option<pkm_block::StoredBlock>> =
+            stored.into_iter().map(Some).collect();
+        prepared
+            .blocks
+            .iter()
+            .map(|b| {
+                b.explicit_id.clone().or_else(|| {
+                    unused
+                        .iter_mut()
+                        .find(|s| s.as_ref().is_some_and(|s| s.content == b.content))
+                        .and_then(Option::take)
+                        .map(|s| s.id)
+                })
+            })
+            .collect()
+    };
     Ok(document(path, text, &prepared, &ids))
 }
 
@@ -129,11 +151,15 @@ pub fn save_page(
     content: &str,
     expected_modified: Option<&str>,
 ) -> KbResult<NoteDocument> {
-    let (outcome, ()) = app.mutate(path, expected_modified, |_| {
-        Ok((Change::Write(content.to_owned()), ()))
+    let text = content.to_owned();
+    let (outcome, ()) = app.mutate(path, expected_modified, move |_| {
+        Ok((Change::Write(text), ()))
     })?;
     match outcome {
-        Outcome::Written(p, ids) => Ok(document(path, content.to_owned(), &p, &ids)),
+        Outcome::Written(p, ids) => {
+            let ids: Vec<Option<String>> = ids.into_iter().map(Some).collect();
+            Ok(document(path, content.to_owned(), &p, &ids))
+        }
         _ => Err(KbError::internal("save produced no write")),
     }
 }
@@ -180,9 +206,10 @@ fn edit_error(e: impl std::fmt::Display, path: &VaultPath) -> KbError {
 /// has it (in frontmatter or as an inline `#tag`) is left untouched (`applied: 0`).
 pub fn add_tag(app: &App, path: &VaultPath, tag: &str) -> KbResult<TagOperationResult> {
     let tag = tag_of(tag)?;
-    let (_, applied) = app.mutate(path, None, |current| {
-        let text = existing_text(current, path)?;
-        match pkm_markdown::tags::add_tag(text, &tag).map_err(|e| edit_error(e, path))? {
+    let (p, t) = (path.clone(), tag.clone());
+    let (_, applied) = app.mutate(path, None, move |current| {
+        let text = existing_text(current, &p)?;
+        match pkm_markdown::tags::add_tag(text, &t).map_err(|e| edit_error(e, &p))? {
             Some(new) => Ok((Change::Write(new), 1)),
             None => Ok((Change::Keep, 0)),
         }
@@ -199,10 +226,11 @@ pub fn add_tag(app: &App, path: &VaultPath, tag: &str) -> KbResult<TagOperationR
 /// Removes a tag from frontmatter and every inline `#tag`; `applied` counts the removals.
 pub fn remove_tag(app: &App, path: &VaultPath, tag: &str) -> KbResult<TagOperationResult> {
     let tag = tag_of(tag)?;
-    let (_, applied) = app.mutate(path, None, |current| {
-        let text = existing_text(current, path)?;
+    let (p, t) = (path.clone(), tag.clone());
+    let (_, applied) = app.mutate(path, None, move |current| {
+        let text = existing_text(current, &p)?;
         let (new, applied) =
-            pkm_markdown::tags::remove_tag(text, &tag).map_err(|e| edit_error(e, path))?;
+            pkm_markdown::tags::remove_tag(text, &t).map_err(|e| edit_error(e, &p))?;
         Ok((
             if applied == 0 {
                 Change::Keep

@@ -225,11 +225,6 @@ pub fn rebuild_search_index(app: &App, mode: ScanMode) -> KbResult<IndexStatus> 
     index_status(app)
 }
 
-/// Re-reads one note into the store and index.
-pub fn reindex_page(app: &App, path: &VaultPath) -> KbResult<bool> {
-    scan::sync_one(app, path)
-}
-
 /// Freshness and coverage of the index.
 pub fn index_status(app: &App) -> KbResult<IndexStatus> {
     // A note counts as indexed when its index entries are current with its store row (a note

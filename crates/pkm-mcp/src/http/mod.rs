@@ -212,23 +212,17 @@ async fn not_found() -> Response {
 
 /// `GET <base>/health` (contract §12): no auth, a cheap query of the store.
 async fn health(State(state): State<HttpState>) -> Response {
-    let app = Arc::clone(state.shared.server.app());
-    let query =
-        tokio::task::spawn_blocking(move || stratum_app::commands::vault::get_vault_info(&app));
+    let query = state.shared.server.run(crate::lead::Request::Info);
     let reason = match tokio::time::timeout(HEALTH_TIMEOUT, query).await {
-        Ok(Ok(Ok(info))) => {
+        Ok(Ok(info)) => {
             return json_response(
                 StatusCode::OK,
-                &json!({"status": "ok", "store": "ok", "index_fresh": info.index_fresh, "version": VERSION}),
+                &json!({"status": "ok", "store": "ok", "index_fresh": info["index_fresh"], "version": VERSION}),
             );
         }
-        Ok(Ok(Err(e))) => {
-            tracing::error!(error = %e, "health: the store cannot answer");
-            "the store cannot answer"
-        }
         Ok(Err(e)) => {
-            tracing::error!(error = %e, "health: the store query failed");
-            "the store query failed"
+            tracing::error!(error = %e.message, "health: the store cannot answer");
+            "the store cannot answer"
         }
         Err(_) => "the store did not answer in time",
     };
@@ -374,12 +368,12 @@ pub fn run(args: ServeArgs) -> Result<(), Exit> {
         (Some(cert), Some(key)) => Some(tls::server_config(cert, key).map_err(|m| Exit(2, m))?),
         _ => None,
     };
-    let app = crate::cli::open_app_for_serve(&args)?;
+    let host = crate::cli::open_host_for_serve(&args)?;
     let auth = if args.no_auth {
         Auth::Disabled
     } else {
         Auth::Tokens(Arc::new(TokenVerifier::new(crate::cli::token_store(
-            app.vault(),
+            host.vault(),
             args.token_store.as_deref(),
         ))))
     };
@@ -389,7 +383,8 @@ pub fn run(args: ServeArgs) -> Result<(), Exit> {
         allowed_origins: args.allowed_origin.clone(),
         rate_limits,
     };
-    let state = HttpState::new(StratumServer::new(app), auth, config).map_err(|m| Exit(2, m))?;
+    let state =
+        HttpState::new(StratumServer::with_host(host), auth, config).map_err(|m| Exit(2, m))?;
     let runtime = crate::cli::new_runtime()?;
     runtime.block_on(serve_until_signal(args, state, tls))
 }
