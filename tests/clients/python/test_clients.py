@@ -33,6 +33,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE_VAULT = REPO_ROOT / "examples" / "vault"
 PROTOCOL_VERSION = "2025-06-18"
 NOT_FOUND = -32001
+CONFLICT = -32002
 INVALID_REQUEST = -32600
 # Bounds every wait on the server so a hung server fails the run instead of stalling CI.
 STARTUP_TIMEOUT_S = 30.0
@@ -568,3 +569,48 @@ async def test_session_ended_during_warm_up_leaves_search_working(binary: Path, 
         assert found["total"] >= 1, found
         status = await call(client, "kb_index_status", {})
         assert status["indexed_pages"] > 0, status
+
+
+# --- a shared vault ---------------------------------------------------------------------
+
+
+async def wait_for_search(client: Client, query: str, path: str, timeout_s: float = 5.0) -> None:
+    """Polls kb_search until `path` is among the hits for `query`."""
+    import anyio
+
+    with anyio.fail_after(timeout_s):
+        while True:
+            found = await call(client, "kb_search", {"query": query})
+            if any(hit["page_path"] == path for hit in found["results"]):
+                return
+            await anyio.sleep(0.05)
+
+
+@pytest.mark.anyio
+async def test_two_clients_share_a_vault_and_see_edits_made_in_another_editor(binary: Path, tmp_path: Path) -> None:
+    # Two MCP hosts (say Claude Desktop and a terminal) each start their own stdio server on
+    # the same vault while the person edits notes in another editor. Both answer; neither
+    # needs kb_reindex to find the edited note.
+    vault = indexed_vault(binary, tmp_path)
+    params = StdioServerParameters(command=str(binary), args=["--stdio", "--vault", str(vault)])
+    async with Client(params, read_timeout_seconds=STARTUP_TIMEOUT_S) as first:
+        async with Client(params, read_timeout_seconds=STARTUP_TIMEOUT_S) as second:
+            (vault / "Edited elsewhere.md").write_text("- a note about the okapi\n", encoding="utf-8")
+            await wait_for_search(first, "okapi", "Edited elsewhere.md")
+            await wait_for_search(second, "okapi", "Edited elsewhere.md")
+
+            written = await call(second, "kb_write_page", {"path": "From second.md", "content": "- the second client's narwhal"})
+            read = await call(first, "kb_get_page", {"path": "From second.md"})
+            assert read["modified_at"] == written["modified_at"]
+            await wait_for_search(first, "narwhal", "From second.md")
+
+            # A write guarded by a version another client has replaced is refused.
+            await call(first, "kb_write_page", {"path": "From second.md", "content": "- first wins", "expected_modified": read["modified_at"]})
+            with pytest.raises(MCPError) as err:
+                await second.call_tool(
+                    "kb_write_page",
+                    {"path": "From second.md", "content": "- stale", "expected_modified": written["modified_at"]},
+                )
+            assert err.value.code == CONFLICT
+            assert err.value.data["kind"] == "Conflict"
+            assert note_text(vault, "From second.md") == "- first wins"
