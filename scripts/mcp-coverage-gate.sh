@@ -7,7 +7,7 @@
 #       target/coverage (the normal target dir is untouched), runs it and reports.
 #   scripts/mcp-coverage-gate.sh --from-profiles DIR
 #       reports on profiles already written to DIR by an instrumented `cargo test --workspace
-#       --locked` run in the current environment (same RUSTFLAGS and target dir), plus whatever else
+#       --locked` run in the current environment (same compiler flags and target dir), plus whatever else
 #       ran the instrumented binary since (the client suites in .ci/run). Builds nothing.
 set -euo pipefail
 

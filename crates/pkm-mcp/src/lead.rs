@@ -137,7 +137,8 @@ impl From<WireError> for KbError {
 #[derive(Clone)]
 pub struct HostOptions {
     pub config: AppConfig,
-    /// The watcher the leader runs; `None` for a leader that does not serve (`index`).
+    /// The watcher the leader runs; `None` for a leader that does not serve (`index`), which
+    /// neither watches nor warms up: the scan it was asked for is its only one.
     pub watch: Option<WatchMode>,
     /// Hooks every save runs on the leading process.
     pub hooks: Vec<Arc<dyn SaveHooks>>,
@@ -212,19 +213,21 @@ impl Host {
         &self.vault
     }
 
-    /// Becomes the leader: opens the store and index, starts the first scan, the watcher and the
+    /// Becomes the leader: opens the store and index, starts (when it serves) the first scan and the watcher, and the
     /// socket, then answers its own calls locally.
     fn lead(self: &Arc<Self>, lead: VaultLock) -> KbResult<()> {
         let app = App::open_leading(self.vault.clone(), lead, self.options.config.clone())?;
         for h in &self.options.hooks {
             app.add_hooks(Arc::clone(h));
         }
-        app.warm_up();
         let watcher = match self.options.watch {
-            Some(mode) => watcher::watch_with(&app, mode).unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "external edits will reach the index only on kb_reindex");
-                None
-            }),
+            Some(mode) => {
+                app.warm_up();
+                watcher::watch_with(&app, mode).unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "external edits will reach the index only on kb_reindex");
+                    None
+                })
+            }
             None => None,
         };
         listen(&self.vault, &app)?;
@@ -351,6 +354,8 @@ fn execute(
                 worker.join()
             })
             .map_err(|_| KbError::internal("the scan thread failed"))??;
+            // A leader that did not warm up (`index`) is ready once its scan is done.
+            app.mark_ready();
             Ok(json!({
                 "scanned": report.scanned,
                 "updated": report.updated,
