@@ -6,6 +6,9 @@
 # BENCH_BIN=path/to/stratum-mcp measures that binary instead of building the release one (.ci/run
 # points the smoke at the test build's binary: the smoke keeps the benchmark working, its numbers
 # mean nothing).
+# BENCH_BASELINE=path/to/older/stratum-mcp also measures that binary, in the same run, on the same
+# vaults (generated afresh from the same seed for each binary): a "before" column beside each size.
+# The baseline is taken to predate the watcher and followers (issue #12): those rows are left out.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -37,12 +40,30 @@ else
   LOAD=(--load-bin "$ROOT/target/release/examples/http_load")
 fi
 
+BASELINE=""
+if [[ -n "${BENCH_BASELINE:-}" ]]; then
+  BASELINE="$(cd "$(dirname "$BENCH_BASELINE")" && pwd)/$(basename "$BENCH_BASELINE")"
+fi
+
+# bench.py changes the vault it measures (writes, edits), so each binary gets a fresh one.
+fresh_vault() {
+  local n="$1" vault="$OUT/vault-$1"
+  echo "bench: generating $n notes (seed $SEED)" >&2
+  rm -rf "$vault"
+  python3 scripts/bench/gen_vault.py "$vault" --notes "$n" --seed "$SEED" >&2
+  echo "$vault"
+}
+
 results=()
 for n in $SIZES; do
-  vault="$OUT/vault-$n"
-  echo "bench: generating $n notes (seed $SEED)"
-  rm -rf "$vault"
-  python3 scripts/bench/gen_vault.py "$vault" --notes "$n" --seed "$SEED"
+  if [[ -n "$BASELINE" ]]; then
+    vault="$(fresh_vault "$n")"
+    echo "bench: running the baseline on $n notes"
+    python3 scripts/bench/bench.py --bin "$BASELINE" --baseline --vault "$vault" $QUICK "${LOAD[@]}" \
+      --out "$OUT/result-$n-baseline.json"
+    results+=("$OUT/result-$n-baseline.json")
+  fi
+  vault="$(fresh_vault "$n")"
   echo "bench: running on $n notes"
   python3 scripts/bench/bench.py --bin "$BIN" --vault "$vault" $QUICK "${LOAD[@]}" --out "$OUT/result-$n.json"
   results+=("$OUT/result-$n.json")
@@ -78,6 +99,17 @@ def lat(r, k):
     d = r[k]
     return f"{d['p50']:.2f} / {d['p95']:.2f} / {d['p99']:.2f}"
 
+def cell(f, r):
+    """A measure the run did not take (the baseline's missing rows) shows as a dash."""
+    try:
+        return f(r)
+    except KeyError:
+        return "–"
+
+def burst(r):
+    b = r["burst"]
+    return f"{b['fresh_s']:.2f}" + ("" if b["notes"] == 1000 else f" ({b['notes']} notes)")
+
 rows = [
     ("Notes (total size)", lambda r: f"{r['notes']} ({r['bytes'] / 1e6:.0f} MB)"),
     ("Cold index, s", lambda r: f"{r['cold_index_s']:.2f}"),
@@ -89,14 +121,18 @@ rows = [
     ("kb_write_page p50 / p95, ms", lambda r: f"{r['write']['p50']:.1f} / {r['write']['p95']:.1f}"),
     ("Peak RSS (VmHWM), MB", lambda r: f"{r['peak_rss_mb']:.0f}"),
     ("RSS at the end: anonymous / mapped index files, MB", lambda r: f"{r['rss_anon_mb']:.0f} / {r['rss_file_mb']:.0f}"),
-    ("Idle CPU over 5 s, % of a core", lambda r: f"{r['idle_cpu_pct']:.2f}"),
+    ("Idle CPU over 5 s, watcher on, % of a core", lambda r: f"{r['idle_cpu_pct']:.2f}"),
     ("Incremental index, 1 note touched, ms", lambda r: f"{r['incr_1_ms']:.0f}"),
     ("Incremental index, 100 notes touched, ms", lambda r: f"{r['incr_100_ms']:.0f}"),
+    ("External write → searchable, p50 / p95, ms", lambda r: f"{r['external_write']['p50']:.0f} / {r['external_write']['p95']:.0f}"),
+    ("Burst of 1,000 external changes → fresh, s", burst),
+    ("Follower kb_search p50 / p95, ms (leader's in the same run)", lambda r: f"{r['follower_search']['p50']:.2f} / {r['follower_search']['p95']:.2f} ({r['leader_search']['p50']:.2f} / {r['leader_search']['p95']:.2f})"),
+    ("Follower / leader kb_search p95", lambda r: f"{r['follower_p95_ratio']:.2f}×"),
     ("HTTP kb_search, 1 client, calls/s", lambda r: f"{r['http_calls_per_s']['1']:.0f}"),
     ("HTTP kb_search, 8 clients, calls/s", lambda r: f"{r['http_calls_per_s']['8']:.0f}"),
     ("HTTP kb_search, 32 clients, calls/s", lambda r: f"{r['http_calls_per_s']['32']:.0f}"),
 ]
-sizes = [size(r["notes"]) if r["notes"] % 1000 == 0 else size(r["notes"] // 1000 * 1000) for r in rs]
+sizes = [size(r["notes"] // 1000 * 1000) + (" before" if r.get("baseline") else "") for r in rs]
 lines = [
     "# Benchmarks",
     "",
@@ -121,7 +157,43 @@ lines = [
     "|---|" + "---:|" * len(rs),
 ]
 for name, f in rows:
-    lines.append(f"| {name} | " + " | ".join(f(r) for r in rs) + " |")
+    lines.append(f"| {name} | " + " | ".join(cell(f, r) for r in rs) + " |")
+
+# Targets: issue #8 (performance) and issue #12 (watcher, followers), checked against this run.
+# (target, issue, where: a note count or None for every size, measured value, met, unit format)
+targets = [
+    ("Cold index ≤ 2 s", 8, 10000, lambda r: r["cold_index_s"], lambda v: v <= 2, "{:.2f} s"),
+    ("Warm start ≤ 0.2 s", 8, 10000, lambda r: r["warm_start_ms"] / 1000, lambda v: v <= 0.2, "{:.2f} s"),
+    ("kb_search p95 ≤ 5 ms over stdio", 8, 10000, lambda r: r["search"]["p95"], lambda v: v <= 5, "{:.2f} ms"),
+    ("kb_get_page p95 ≤ 2 ms", 8, 10000, lambda r: r["get_page"]["p95"], lambda v: v <= 2, "{:.2f} ms"),
+    ("kb_write_page p50 ≤ 20 ms, fsync included", 8, 10000, lambda r: r["write"]["p50"], lambda v: v <= 20, "{:.1f} ms"),
+    ("HTTP ≥ 3,000 tool calls/s at 32 clients, auth on", 8, 10000, lambda r: r["http_calls_per_s"]["32"], lambda v: v >= 3000, "{:.0f} calls/s"),
+    ("Idle CPU ≈ 0 with the watcher on (≤ 1% of a core)", 8, None, lambda r: r["idle_cpu_pct"], lambda v: v <= 1, "{:.2f}%"),
+    ("Cold index ≤ 25 s", 8, 100000, lambda r: r["cold_index_s"], lambda v: v <= 25, "{:.1f} s"),
+    ("RSS ≤ 600 MB", 8, 100000, lambda r: r["peak_rss_mb"], lambda v: v <= 600, "{:.0f} MB"),
+    ("kb_search p95 ≤ 15 ms", 8, 100000, lambda r: r["search"]["p95"], lambda v: v <= 15, "{:.2f} ms"),
+    ("External write → searchable p95 ≤ 300 ms", 12, 10000, lambda r: r["external_write"]["p95"], lambda v: v <= 300, "{:.0f} ms"),
+    ("Burst of 1,000 external changes → fresh ≤ 3 s", 12, 10000, lambda r: r["burst"]["fresh_s"], lambda v: v <= 3, "{:.2f} s"),
+    ("Follower kb_search p95 ≤ 2× the leader's", 12, 10000, lambda r: r["follower_p95_ratio"], lambda v: v <= 2, "{:.2f}×"),
+]
+lines += [
+    "",
+    "## Targets (issues #8 and #12, 2 cores)",
+    "",
+    "| Target | Issue | Where | Status in this run |",
+    "|---|---|---|---|",
+]
+for name, issue, where, value, ok, fmt in targets:
+    hit = [r for r in rs if not r.get("baseline") and (where is None or r["notes"] // 1000 * 1000 == where)]
+    if not hit:
+        status = "not run at this size"
+    else:
+        vs = [value(r) for r in hit]
+        shown = fmt.format(vs[0]) if len(vs) == 1 else \
+            ", ".join(f"{size(r['notes'] // 1000 * 1000)} {fmt.format(v)}" for r, v in zip(hit, vs))
+        status = ("met" if all(ok(v) for v in vs) else "missed") + f" ({shown})"
+    where_s = "all" if where is None else size(where)
+    lines.append(f"| {name} | #{issue} | {where_s} | {status} |")
 # The reading of the numbers (targets, misses, profiles) is kept by hand next to this script.
 analysis = os.path.join(os.path.dirname(out), "..", "scripts", "bench", "analysis.md")
 if os.path.exists(analysis):

@@ -7,7 +7,7 @@
 #   scripts/fuzz.sh markdown_roundtrip frontmatter     the named targets only
 # Seeds come from fuzz/seeds/<target>/ and the corpus grows in fuzz/corpus/<target>/ (gitignored).
 # A crash leaves its input in fuzz/artifacts/<target>/; replay it with
-#   fuzz/target/<host triple>/release/<target> fuzz/artifacts/<target>/crash-...
+#   target/release/<target> fuzz/artifacts/<target>/crash-...
 # then make it a named regression test next to the code it broke.
 set -euo pipefail
 
@@ -24,17 +24,20 @@ RUNS="${FUZZ_RUNS:-}"
 SEED="${FUZZ_SEED:-1}"
 JOBS="${FUZZ_JOBS:-2}"
 
-export CARGO_TARGET_DIR="$ROOT/fuzz/target"
-export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
--Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
--Cllvm-args=-sanitizer-coverage-trace-compares -Cllvm-args=-sanitizer-coverage-stack-depth \
---cfg fuzzing"
-# An explicit --target keeps RUSTFLAGS off build scripts and proc-macros (as cargo-fuzz does).
-HOST="$(rustc -vV | sed -n 's/^host: //p')"
+# The targets build into the workspace's target dir with its release profile (fuzz/Cargo.toml
+# repeats it), so every dependency compiled by `cargo build --release` is reused. Only the
+# project's own crates are rebuilt: with debug assertions and overflow checks (per-package profile
+# settings, which also keep their artifacts apart from the release build's) and with libFuzzer's
+# coverage instrumentation, which scripts/fuzz-rustc adds to them alone: the fuzzer is guided by
+# the code under test, and the dependencies run uninstrumented.
+export CARGO_TARGET_DIR="$ROOT/target"
+export RUSTC_WRAPPER="$ROOT/scripts/fuzz-rustc"
+unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS RUSTC_WORKSPACE_WRAPPER
+BIN_DIR="$CARGO_TARGET_DIR/release"
 bins=()
 for t in "${TARGETS[@]}"; do bins+=(--bin "$t"); done
 echo "fuzz: building ${TARGETS[*]}"
-cargo build --release --locked --target "$HOST" "${bins[@]}"
+cargo build --release --locked "${bins[@]}"
 
 run_one() {
   local t="$1"
@@ -46,7 +49,7 @@ run_one() {
     rm -rf "corpus/$t" && mkdir -p "corpus/$t"
     budget=(-runs="$RUNS" -seed="$SEED")
   fi
-  if "target/$HOST/release/$t" "corpus/$t" "seeds/$t" \
+  if "$BIN_DIR/$t" "corpus/$t" "seeds/$t" \
       "${budget[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
       -artifact_prefix="artifacts/$t/" -print_final_stats=1 >"$log" 2>&1; then
     echo "fuzz: $t OK: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') runs"
@@ -57,5 +60,5 @@ run_one() {
   fi
 }
 export -f run_one
-export SECONDS_EACH HOST RUNS SEED
+export SECONDS_EACH BIN_DIR RUNS SEED
 printf '%s\n' "${TARGETS[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_one {}'

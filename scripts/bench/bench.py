@@ -3,6 +3,11 @@
 Streamable HTTP with bearer auth. Prints a JSON object of figures on stdout (or writes --out).
 
 Usage: bench.py --bin PATH --vault DIR [--quick] [--out FILE]
+
+Besides the request latencies it measures the file watcher and the leader/follower split (issue
+#12): how soon a note written by another program is found by kb_search, how soon a burst of 1,000
+external edits is searchable with `index_fresh: true`, and kb_search through a second stdio
+process on the same vault (a follower forwarding to the first) against the leader itself.
 """
 
 import argparse
@@ -19,6 +24,12 @@ import time
 
 VAULT_LOCKED = -32006
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+# A request that takes longer than this is a hang: the server is killed and the run fails.
+REQUEST_TIMEOUT_S = 300
+# An external write not searchable after this long failed (the run fails with it).
+SEARCHABLE_TIMEOUT_S = 10.0
+# How often kb_search is polled while waiting for an external change.
+POLL_S = 0.003
 
 
 def log(msg):
@@ -41,15 +52,41 @@ class RpcError(Exception):
 
 
 class StdioClient:
-    """A line-delimited JSON-RPC client over the server's stdin/stdout."""
+    """A line-delimited JSON-RPC client over the server's stdin/stdout.
 
-    def __init__(self, binary, vault):
-        self.err = open(os.path.join(vault, ".pkm", "bench-stdio-stderr.log"), "wb")
+    A watchdog kills the server if one request hangs for REQUEST_TIMEOUT_S, so a stuck server
+    fails the run instead of stalling it.
+    """
+
+    def __init__(self, binary, vault, log_name="bench-stdio-stderr.log"):
+        self.log_path = os.path.join(vault, ".pkm", log_name)
+        self.err = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             [binary, "--stdio", "--vault", vault],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
         )
         self.next_id = 0
+        self.busy_since = None
+        self.timed_out = False
+        self.closed = False
+        threading.Thread(target=self._watchdog, daemon=True).start()
+
+    def _watchdog(self):
+        while not self.closed:
+            time.sleep(1.0)
+            t = self.busy_since
+            if t is not None and time.perf_counter() - t > REQUEST_TIMEOUT_S and self.proc.poll() is None:
+                self.timed_out = True
+                self.proc.kill()
+
+    def stderr_tail(self, n=20):
+        try:
+            self.err.flush()
+            with open(self.log_path, "rb") as f:
+                lines = f.read().decode("utf-8", "replace").splitlines()
+            return "\n".join(lines[-n:])
+        except OSError:
+            return ""
 
     def send(self, obj):
         self.proc.stdin.write((json.dumps(obj) + "\n").encode())
@@ -61,17 +98,23 @@ class StdioClient:
         msg = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             msg["params"] = params
-        self.send(msg)
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError(f"server closed stdout (exit {self.proc.poll()})")
-            resp = json.loads(line)
-            if resp.get("id") != rid:
-                continue  # a notification or a server request; not ours
-            if "error" in resp:
-                raise RpcError(resp["error"])
-            return resp["result"]
+        self.busy_since = time.perf_counter()
+        try:
+            self.send(msg)
+            while True:
+                line = self.proc.stdout.readline()
+                if not line:
+                    why = f"no answer within {REQUEST_TIMEOUT_S} s, killed" if self.timed_out else \
+                        f"server closed stdout (exit {self.proc.poll()})"
+                    raise RuntimeError(f"{method} (pid {self.proc.pid}): {why}; its stderr ends:\n{self.stderr_tail()}")
+                resp = json.loads(line)
+                if resp.get("id") != rid:
+                    continue  # a notification or a server request; not ours
+                if "error" in resp:
+                    raise RpcError(resp["error"])
+                return resp["result"]
+        finally:
+            self.busy_since = None
 
     def initialize(self):
         r = self.request("initialize", {
@@ -87,11 +130,31 @@ class StdioClient:
             raise RuntimeError(f"{name} returned isError: {json.dumps(r)[:300]}")
         return r
 
+    def call_json(self, name, args):
+        """The tool's structured output."""
+        r = self.call(name, args)
+        if "structuredContent" in r:
+            return r["structuredContent"]
+        return json.loads(r["content"][0]["text"])
+
+    def wait_ready(self, query, limit_s=600):
+        """Searches until the index answers (VaultLocked while the first scan runs); seconds taken."""
+        t0 = time.perf_counter()
+        while True:
+            try:
+                self.call("kb_search", {"query": query})
+                return time.perf_counter() - t0
+            except RpcError as e:
+                if e.code != VAULT_LOCKED or time.perf_counter() - t0 > limit_s:
+                    raise
+                time.sleep(0.05)
+
     def close(self):
+        self.closed = True
         try:
             self.proc.stdin.close()
             self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
+        except (subprocess.TimeoutExpired, BrokenPipeError):
             self.proc.kill()
             self.proc.wait()
         self.err.close()
@@ -191,9 +254,199 @@ def bench_stdio(a, res, paths, queries):
         res["rss_anon_mb"] = round(proc_status_kb(pid, "RssAnon") / 1024.0, 1)
         res["rss_file_mb"] = round(proc_status_kb(pid, "RssFile") / 1024.0, 1)
         log(f"peak RSS {res['peak_rss_mb']} MB; now {res['rss_anon_mb']} MB anonymous + {res['rss_file_mb']} MB mapped files")
+
+        # The watcher and a follower, against this server as the leader (after the figures above,
+        # so that they stay comparable with runs from before the watcher).
+        if not a.baseline:
+            bench_external_writes(a, res, c)
+            bench_burst(a, res, c, paths)
+            bench_follower(a, res, c, queries)
     finally:
         c.close()
     shutil.rmtree(os.path.join(a.vault, "bench-writes"), ignore_errors=True)
+    shutil.rmtree(os.path.join(a.vault, EXTERNAL_DIR), ignore_errors=True)
+
+
+EXTERNAL_DIR = "bench-external"
+
+
+def unique_word(rng, tag):
+    """A word no generated note holds: no syllable of gen_vault's vocabulary ends in 'q', so no
+    generated word holds 'qx'."""
+    return "qx" + tag + "".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(10))
+
+
+def search_total(c, word):
+    """kb_search's total for word, or None while the vault is locked (a rescan holds it)."""
+    try:
+        return c.call_json("kb_search", {"query": word, "limit": 1})["total"]
+    except RpcError as e:
+        if e.code == VAULT_LOCKED:
+            return None
+        raise
+
+
+def index_fresh(c):
+    try:
+        return c.call_json("kb_index_status", {})["index_fresh"]
+    except RpcError as e:
+        if e.code == VAULT_LOCKED:
+            return False
+        raise
+
+
+def wait_fresh(c, limit_s, what):
+    t0 = time.perf_counter()
+    while not index_fresh(c):
+        if time.perf_counter() - t0 > limit_s:
+            raise RuntimeError(f"{what}: index_fresh still false after {limit_s} s")
+        time.sleep(0.01)
+
+
+def write_file(full, text, atomic):
+    """Writes like an editor would: in place, or to a temporary name renamed over the note."""
+    if atomic:
+        tmp = os.path.join(os.path.dirname(full), "." + os.path.basename(full) + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, full)
+    else:
+        with open(full, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def bench_external_writes(a, res, c):
+    """A new note written by another program, from just before the write to kb_search's first hit."""
+    rng = random.Random(11)
+    d = os.path.join(a.vault, EXTERNAL_DIR)
+    os.makedirs(d, exist_ok=True)
+    # A new folder: let the watcher take it in (and finish anything pending) before timing.
+    time.sleep(0.3)
+    wait_fresh(c, SEARCHABLE_TIMEOUT_S, "after creating a folder")
+    n = 8 if a.quick else 40
+    lat, polls = [], 0
+    for i in range(n):
+        word = unique_word(rng, "w")
+        atomic = i % 2 == 1
+        text = f"---\ntitle: External {i}\n---\n# External {i}\n\nWritten by another program: {word} here.\n"
+        full = os.path.join(d, f"ext-{i:03d}.md")
+        t0 = time.perf_counter()
+        write_file(full, text, atomic)
+        while True:
+            total = search_total(c, word)
+            polls += 1
+            el = time.perf_counter() - t0
+            if total:
+                break
+            if el > SEARCHABLE_TIMEOUT_S:
+                raise RuntimeError(
+                    f"external write {EXTERNAL_DIR}/ext-{i:03d}.md ({'atomic rename' if atomic else 'in place'}) "
+                    f"not found by kb_search for {word!r} after {SEARCHABLE_TIMEOUT_S} s "
+                    f"(index_fresh {index_fresh(c)})")
+            time.sleep(POLL_S)
+        lat.append(el)
+        time.sleep(rng.uniform(0.03, 0.08))  # space the samples out
+    res["external_write"] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "max": pct(lat, 100),
+                             "polls": polls}
+    log(f"external write -> searchable p50 {res['external_write']['p50']} ms, p95 {res['external_write']['p95']} ms")
+
+
+def bench_burst(a, res, c, paths):
+    """One shared word appended to up to 1,000 notes as fast as Python can; from the first write
+    until kb_search counts every changed note and kb_index_status says index_fresh."""
+    rng = random.Random(13)
+    word = unique_word(rng, "b")
+    count = min(1000, len(paths))
+    sample = rng.sample(paths, count)
+    wait_fresh(c, SEARCHABLE_TIMEOUT_S, "before the burst")
+    limit_s = 30.0 if a.quick else 120.0
+    t0 = time.perf_counter()
+    for p in sample:
+        with open(os.path.join(a.vault, p), "a", encoding="utf-8") as f:
+            f.write(f"\n\nBurst edit {word}.\n")
+    write_s = time.perf_counter() - t0
+    searchable_s = fresh_s = None
+    total, fresh, locked = None, False, 0
+    while True:
+        total = search_total(c, word)
+        el = time.perf_counter() - t0
+        if total is None:
+            locked += 1
+        elif total > count:
+            raise RuntimeError(f"burst: kb_search counts {total} blocks for {word!r}, only {count} notes hold it")
+        elif total == count:
+            if searchable_s is None:
+                searchable_s = el
+            fresh = index_fresh(c)
+            if fresh:
+                fresh_s = time.perf_counter() - t0
+                break
+        if el > limit_s:
+            raise RuntimeError(f"burst of {count}: after {limit_s} s kb_search counts {total} of {count} "
+                               f"changed notes, index_fresh {fresh}")
+        time.sleep(0.01)
+    res["burst"] = {"notes": count, "write_s": round(write_s, 3), "searchable_s": round(searchable_s, 3),
+                    "fresh_s": round(fresh_s, 3), "locked_polls": locked}
+    log(f"burst of {count}: written in {write_s:.2f} s, all searchable at {searchable_s:.2f} s, "
+        f"fresh at {fresh_s:.2f} s")
+
+
+def open_fds_to(pid, suffix):
+    n = 0
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}").endswith(suffix):
+                    n += 1
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return n
+
+
+def bench_follower(a, res, leader, queries):
+    """A second stdio process on the vault (a follower forwarding to the leader): the same search
+    workload through both, interleaved, in one run."""
+    t0 = time.perf_counter()
+    f = StdioClient(a.bin, a.vault, log_name="bench-follower-stderr.log")
+    try:
+        f.initialize()
+        f.wait_ready(queries[0], limit_s=60)
+        res["follower_start_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+        log(f"follower start to first kb_search {res['follower_start_ms']} ms")
+        if f.proc.poll() is not None:
+            raise RuntimeError(f"follower exited ({f.proc.returncode})")
+        # A follower forwards; it should not have the store open itself (informational).
+        res["follower_opens_store"] = open_fds_to(f.proc.pid, "blocks.db") > 0
+        if res["follower_opens_store"]:
+            log("note: the follower process has blocks.db open")
+        # One untimed round through both first: the follower's connections to the leader are new,
+        # and the burst before this left the leader's index with new segments.
+        for q in queries:
+            leader.call("kb_search", {"query": q})
+            f.call("kb_search", {"query": q})
+        rounds = 1 if a.quick else 5
+        lat_l, lat_f = [], []
+        for r in range(rounds):
+            for i, q in enumerate(queries):
+                order = ((leader, lat_l), (f, lat_f)) if (i + r) % 2 == 0 else ((f, lat_f), (leader, lat_l))
+                totals = []
+                for cl, acc in order:
+                    t1 = time.perf_counter()
+                    out = cl.call_json("kb_search", {"query": q})
+                    acc.append(time.perf_counter() - t1)
+                    totals.append(out["total"])
+                if totals[0] != totals[1]:
+                    raise RuntimeError(f"leader and follower disagree on {q!r}: totals {totals}")
+        res["follower_search"] = {"n": len(lat_f), "p50": pct(lat_f, 50), "p95": pct(lat_f, 95), "p99": pct(lat_f, 99)}
+        res["leader_search"] = {"n": len(lat_l), "p50": pct(lat_l, 50), "p95": pct(lat_l, 95), "p99": pct(lat_l, 99)}
+        res["follower_p95_ratio"] = round(res["follower_search"]["p95"] / res["leader_search"]["p95"], 2)
+        log(f"follower kb_search p50/p95 {res['follower_search']['p50']}/{res['follower_search']['p95']} ms, "
+            f"leader {res['leader_search']['p50']}/{res['leader_search']['p95']} ms, "
+            f"p95 ratio {res['follower_p95_ratio']}")
+    finally:
+        f.close()
 
 
 def bench_incremental(a, res, paths):
@@ -340,6 +593,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer rounds and shorter HTTP runs")
     ap.add_argument("--out", help="write the JSON result here instead of stdout")
     ap.add_argument("--load-bin", help="HTTP load generator (examples/http_load); default: Python threads")
+    ap.add_argument("--baseline", action="store_true",
+                    help="a binary from before the watcher and followers: leave those measures out")
     a = ap.parse_args()
     a.bin = os.path.abspath(a.bin)
     a.vault = os.path.abspath(a.vault)
@@ -347,6 +602,8 @@ def main():
         queries = [q.strip() for q in f if q.strip()]
     paths = note_paths(a.vault)
     res = {"notes": len(paths), "bytes": sum(os.path.getsize(os.path.join(a.vault, p)) for p in paths)}
+    if a.baseline:
+        res["baseline"] = a.bin
 
     shutil.rmtree(os.path.join(a.vault, ".pkm"), ignore_errors=True)
     res["cold_index_s"] = round(run_index(a.bin, a.vault), 3)

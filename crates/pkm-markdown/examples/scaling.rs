@@ -2,7 +2,7 @@
 //! when the time ratio shows quadratic growth. Linear work gives a ratio near 8 and quadratic
 //! work near 64; the limit (24) sits between, wide enough for a noisy machine. Each size is
 //! timed as the median of several runs. Run with
-//! `cargo run --release -p pkm-markdown --example scaling` (`.ci/run` runs it in the test build).
+//! `cargo run --release -p pkm-markdown --example scaling` (as `.ci/run` does).
 
 use std::time::{Duration, Instant};
 

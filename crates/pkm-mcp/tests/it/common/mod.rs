@@ -2,10 +2,7 @@
 //! example vault (`http`), the real binary over stdio (`stdio`), and vault helpers.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers fail loudly by design
 
-// Each test binary uses part of the harness.
-#![allow(dead_code)]
-
-#[path = "../../../../tests/support/copy_dir.rs"]
+#[path = "../../../../../tests/support/copy_dir.rs"]
 mod copy_dir;
 pub mod http;
 pub mod stdio;
@@ -13,6 +10,14 @@ pub mod stdio;
 pub use copy_dir::copy_dir;
 
 pub use http::*;
+
+/// Serializes the tests that start several server processes (the shared-vault tests, the crash
+/// harness): on a two-core machine their contention, not the servers, would decide whether an edit
+/// shows within its deadline.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// A temp dir holding a copy of the example vault at `<dir>/vault`.
 pub fn temp_example_vault() -> tempfile::TempDir {

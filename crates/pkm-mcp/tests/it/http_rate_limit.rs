@@ -6,7 +6,7 @@
 // Test code, helpers included: a failed step should stop the test where it happened.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::stdio::Server;
 use common::temp_example_vault as example_vault;
 

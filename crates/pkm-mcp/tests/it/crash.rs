@@ -9,7 +9,7 @@ use std::process::Stdio;
 
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::stdio::Server;
 
 /// A small deterministic generator (no dependency needed for a test's dice).
@@ -34,6 +34,7 @@ fn body(tag: &str, len: usize) -> String {
 
 #[test]
 fn kill_9_of_the_leader_during_writes_loses_no_acknowledged_write() {
+    let _serial = common::serial();
     let dir = tempfile::tempdir().unwrap();
     let vault = dir.path();
     let mut rng = Lcg(0x5eed);

@@ -11,19 +11,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
+use common::serial;
 use common::stdio::Server;
 
 /// How soon an external edit must be visible to every tool (issue #12).
 const VISIBLE_WITHIN: Duration = Duration::from_secs(2);
-
-/// The tests of this file run one at a time: each starts several servers, and on a two-core
-/// machine their contention, not the servers, would decide whether an edit shows within 2 s.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Polls `f` until it holds; fails after `within`.
 fn within(within: Duration, what: &str, mut f: impl FnMut() -> bool) {

@@ -10,9 +10,7 @@ use stratum_app::commands::{graph, page, search, vault};
 use stratum_app::scan::{self, ScanMode};
 use stratum_app::{App, AppConfig};
 
-#[path = "../../tests/support/copy_dir.rs"]
-mod copy_dir;
-use copy_dir::copy_dir;
+use crate::copy_dir::copy_dir;
 
 fn example_vault() -> (tempfile::TempDir, Arc<App>) {
     let dir = tempfile::tempdir().unwrap();

@@ -5,7 +5,7 @@
 // Test code, helpers included: a failed step should stop the test where it happened.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use common::{TestServer, example_vault, snapshot};
 use pkm_mcp::scope::Scope;

@@ -1,0 +1,13 @@
+//! The integration tests of pkm-mcp, one binary (one link of the whole server instead of one per
+//! file, as ripgrep and rust-analyzer do). Each module is one area; `common` is their harness.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers fail loudly by design
+
+mod common;
+mod contract;
+mod crash;
+mod docs;
+mod docs_commands;
+mod http_rate_limit;
+mod http_scope;
+mod http_transport;
+mod shared_vault;

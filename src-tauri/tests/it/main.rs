@@ -1,0 +1,9 @@
+//! The integration tests of stratum-app, one binary (one link instead of one per file).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers fail loudly by design
+
+#[path = "../../../tests/support/copy_dir.rs"]
+mod copy_dir;
+
+mod commands;
+mod watcher;
+mod write_path;
