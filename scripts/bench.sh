@@ -9,6 +9,7 @@
 # BENCH_BASELINE=path/to/older/stratum-mcp also measures that binary, in the same run, on the same
 # vaults (generated afresh from the same seed for each binary): a "before" column beside each size.
 # The baseline is taken to predate the watcher and followers (issue #12): those rows are left out.
+# BENCH_BASELINE_SIZES="10000" limits the baseline to some of the sizes (default: all of them).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -56,7 +57,7 @@ fresh_vault() {
 
 results=()
 for n in $SIZES; do
-  if [[ -n "$BASELINE" ]]; then
+  if [[ -n "$BASELINE" && " ${BENCH_BASELINE_SIZES:-$SIZES} " == *" $n "* ]]; then
     vault="$(fresh_vault "$n")"
     echo "bench: running the baseline on $n notes"
     python3 scripts/bench/bench.py --bin "$BASELINE" --baseline --vault "$vault" $QUICK "${LOAD[@]}" \
