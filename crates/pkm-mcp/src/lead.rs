@@ -213,8 +213,8 @@ impl Host {
         &self.vault
     }
 
-    /// Becomes the leader: opens the store and index, starts (when it serves) the first scan and the watcher, and the
-    /// socket, then answers its own calls locally.
+    /// Becomes the leader: opens the store and index, starts the first scan and the watcher (when
+    /// it serves) and the socket, then answers its own calls locally.
     fn lead(self: &Arc<Self>, lead: VaultLock) -> KbResult<()> {
         let app = App::open_leading(self.vault.clone(), lead, self.options.config.clone())?;
         for h in &self.options.hooks {
