@@ -55,6 +55,6 @@ fuzz_target!(|data: &[u8]| {
     for pair in page.hits.windows(2) {
         assert!(pair[0].score >= pair[1].score, "hits out of order for {text:?}");
     }
-    engine.search_by_tag(text, limit).expect("tag search answers any text");
+    engine.search_by_tag(text, limit, offset).expect("tag search answers any text");
     engine.search_phrase(text, limit).expect("phrase search answers any text");
 });

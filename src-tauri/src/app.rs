@@ -9,6 +9,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use pkm_block::BlockStore;
 use pkm_core::{KbError, KbResult, Vault};
 use pkm_index::{IndexEngine, IndexingGuard};
+use pkm_markdown::{Dialect, Flavor};
 
 use crate::hooks::SaveHooks;
 use crate::lock::VaultLock;
@@ -35,6 +36,8 @@ impl Default for AppConfig {
 /// An opened vault.
 pub struct App {
     pub(crate) vault: Vault,
+    /// The app the vault is kept with, detected at open ([`detect_dialect`]).
+    pub(crate) dialect: Dialect,
     pub(crate) store: BlockStore,
     pub(crate) index: IndexEngine,
     /// Exclusive for `kb_reindex rebuild`, shared for every other write (contract §10).
@@ -112,7 +115,10 @@ impl App {
             }
         };
         let (jobs, queue) = std::sync::mpsc::channel();
+        let dialect = detect_dialect(vault.root());
+        tracing::info!(dialect = dialect.flavor.as_str(), "vault dialect");
         let app = Arc::new(App {
+            dialect,
             vault,
             store,
             index,
@@ -139,6 +145,10 @@ impl App {
 
     pub fn vault(&self) -> &Vault {
         &self.vault
+    }
+
+    pub fn dialect(&self) -> &Dialect {
+        &self.dialect
     }
 
     /// The rebuild lock: exclusive during `kb_reindex rebuild`, shared by every write.
@@ -205,7 +215,8 @@ impl App {
             return Ok(Arc::clone(r));
         }
         let pages = self.store.all_pages().map_err(KbError::from)?;
-        let resolver = Arc::new(Resolver::new(pages));
+        let block_refs = self.store.block_ref_pages().map_err(KbError::from)?;
+        let resolver = Arc::new(Resolver::new(pages, block_refs));
         *cached = Some((generation, Arc::clone(&resolver)));
         Ok(resolver)
     }
@@ -244,4 +255,20 @@ impl App {
             && self.store.index_lag_count().is_ok_and(|n| n == 0)
             && !self.guard.is_rebuilding()
     }
+}
+
+/// The app a vault is kept with, from its own configuration (ADR-0008): a Logseq graph has
+/// `logseq/config.edn` (read for its file-name and journal settings), an Obsidian vault a
+/// `.obsidian/` folder; Logseq wins when both are there, since its files' names follow its rules.
+pub fn detect_dialect(root: &std::path::Path) -> Dialect {
+    let config = root.join("logseq").join("config.edn");
+    if config.is_file() {
+        // An unreadable config still marks a Logseq graph: its defaults apply.
+        let text = std::fs::read_to_string(&config).unwrap_or_default();
+        return Dialect::logseq(&text);
+    }
+    if root.join(".obsidian").is_dir() {
+        return Dialect::of(Flavor::Obsidian);
+    }
+    Dialect::default()
 }

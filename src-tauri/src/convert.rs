@@ -6,6 +6,7 @@ use std::time::SystemTime;
 use pkm_block::{NewBlock, NewLink, PageRecord};
 use pkm_core::{VaultPath, time};
 use pkm_index::BlockDoc;
+use pkm_markdown::Dialect;
 use pkm_markdown::block_parser::{self, Block, ParsedPage};
 use pkm_markdown::linker::{self, LinkKind};
 use sha2::{Digest, Sha256};
@@ -18,7 +19,7 @@ pub(crate) struct Prepared {
     pub blocks: Vec<NewBlock>,
     /// Every link of the note with the index of its block (None for links in frontmatter).
     pub links: Vec<(Option<usize>, linker::Link)>,
-    /// Frontmatter tags only: they apply to every block of the page in tag search.
+    /// The page's own tags (frontmatter `tags`, Logseq `tags::`), not its inline ones.
     pub frontmatter_tags: Vec<String>,
     pub frontmatter: serde_json::Value,
     pub frontmatter_error: Option<String>,
@@ -31,30 +32,6 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
         s.push_str(&format!("{b:02x}"));
     }
     s
-}
-
-/// Tags named in frontmatter `tags` / `tag`: a list, or a string split on commas and spaces.
-pub(crate) fn frontmatter_tags(fm: &serde_json::Value) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for key in ["tags", "tag"] {
-        match fm.get(key) {
-            Some(serde_json::Value::Array(items)) => out.extend(
-                items
-                    .iter()
-                    .filter_map(|v| v.as_str())
-                    .map(pkm_markdown::tags::normalize),
-            ),
-            Some(serde_json::Value::String(s)) => out.extend(
-                s.split([',', ' '])
-                    .map(pkm_markdown::tags::normalize)
-                    .filter(|t| !t.is_empty()),
-            ),
-            _ => {}
-        }
-    }
-    out.retain(|t| !t.is_empty());
-    dedup_ci(&mut out);
-    out
 }
 
 fn dedup_ci(v: &mut Vec<String>) {
@@ -96,8 +73,15 @@ fn flatten(page: &ParsedPage) -> Vec<(Option<usize>, &Block)> {
     out
 }
 
-pub(crate) fn prepare(path: &VaultPath, text: &str, mtime: SystemTime, size: u64) -> Prepared {
-    let page = block_parser::parse_page(text, path.stem());
+/// Parses the note at `path` by the rules of the vault's `dialect`.
+pub(crate) fn prepare(
+    dialect: &Dialect,
+    path: &VaultPath,
+    text: &str,
+    mtime: SystemTime,
+    size: u64,
+) -> Prepared {
+    let page = block_parser::parse_page_as(text, &dialect.page_name(path.as_str()), dialect);
     let flat = flatten(&page);
 
     // Blocks' own ranges (children excluded) sorted by start, to place links and tags.
@@ -130,7 +114,7 @@ pub(crate) fn prepare(path: &VaultPath, text: &str, mtime: SystemTime, size: u64
         .collect();
 
     let mut links = Vec::new();
-    for mut link in linker::extract_links(text) {
+    for mut link in linker::extract_links_as(text, dialect) {
         if matches!(link.kind, LinkKind::Markdown) {
             link.target = join_relative(path, &link.target);
         }
@@ -146,7 +130,39 @@ pub(crate) fn prepare(path: &VaultPath, text: &str, mtime: SystemTime, size: u64
         }
         links.push((at, link));
     }
-    for (tag, pos) in pkm_markdown::tags::extract_inline_tags(text) {
+    if dialect.tags_are_links()
+        && let Some(first) = page.blocks.first()
+    {
+        // Logseq: the pages a page is tagged with list it among their references.
+        let at = first.range.start;
+        for tag in &page.page_tags {
+            let key = page_key(tag);
+            let known = links.iter().any(|(b, l): &(Option<usize>, linker::Link)| {
+                *b == Some(0) && page_key(&l.target) == key
+            });
+            if !known && let Some(block) = blocks.get_mut(0) {
+                block.links.push(NewLink {
+                    target: tag.clone(),
+                    target_key: key,
+                    alias: None,
+                    position: at,
+                    embed: false,
+                });
+                links.push((
+                    Some(0),
+                    linker::Link {
+                        target: tag.clone(),
+                        alias: None,
+                        heading: None,
+                        block_ref: None,
+                        kind: LinkKind::Wiki,
+                        position: at,
+                    },
+                ));
+            }
+        }
+    }
+    for (tag, pos) in pkm_markdown::tags::extract_inline_tags_as(text, dialect) {
         if let Some(block) = owner(pos).and_then(|i| blocks.get_mut(i)) {
             block.tags.push(tag);
         }
@@ -171,7 +187,7 @@ pub(crate) fn prepare(path: &VaultPath, text: &str, mtime: SystemTime, size: u64
         modified_at: time::to_rfc3339(mtime),
     };
     Prepared {
-        frontmatter_tags: frontmatter_tags(&frontmatter),
+        frontmatter_tags: page.page_tags.clone(),
         frontmatter,
         frontmatter_error: page.frontmatter_error.clone(),
         record,
@@ -181,13 +197,20 @@ pub(crate) fn prepare(path: &VaultPath, text: &str, mtime: SystemTime, size: u64
 }
 
 impl Prepared {
-    /// One search document per block, carrying the page's frontmatter tags and its own.
+    /// One search document per block, carrying its own inline tags; the first block also carries
+    /// the page-level tags, so tag search finds a tagged page once (at its first block) and
+    /// every other block only for a tag written in it.
     pub(crate) fn index_docs(&self, ids: &[String]) -> Vec<BlockDoc> {
         self.blocks
             .iter()
             .zip(ids)
-            .map(|(b, id)| {
-                let mut tags = self.frontmatter_tags.clone();
+            .enumerate()
+            .map(|(i, (b, id))| {
+                let mut tags = if i == 0 {
+                    self.frontmatter_tags.clone()
+                } else {
+                    Vec::new()
+                };
                 tags.extend(b.tags.iter().cloned());
                 BlockDoc {
                     block_id: id.clone(),
@@ -198,6 +221,16 @@ impl Prepared {
                 }
             })
             .collect()
+    }
+
+    /// Whether the note names blocks (`id::`) or refers to them (`((uuid))`): the resolver's
+    /// block references may then change with it.
+    pub(crate) fn has_block_refs(&self) -> bool {
+        self.blocks.iter().any(|b| b.explicit_id.is_some())
+            || self
+                .links
+                .iter()
+                .any(|(_, l)| matches!(l.kind, LinkKind::BlockRef))
     }
 
     /// Distinct page-naming targets of the note's links, for the onLink hook.
@@ -219,11 +252,5 @@ mod tests {
         assert_eq!(join_relative(&from, "../c/x.md"), "a/c/x.md");
         assert_eq!(join_relative(&from, "./y.md"), "a/b/y.md");
         assert_eq!(join_relative(&from, "../../../z.md"), "../../../z.md");
-    }
-
-    #[test]
-    fn frontmatter_tags_from_list_and_string() {
-        let fm = serde_json::json!({"tags": ["#a", "B", "a"], "tag": "c, d e"});
-        assert_eq!(frontmatter_tags(&fm), vec!["a", "B", "c", "d", "e"]);
     }
 }

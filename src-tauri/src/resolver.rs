@@ -1,29 +1,86 @@
 //! Wiki-link resolution over the current set of pages, in memory, so that the graph and the
 //! backlinks of a 100k-note vault resolve every link without a query each.
 //!
-//! Rules (contract §5.12, issue "store"): strip `|alias`, `#heading` and `^block`, then match
-//! case-insensitively by exact path (with or without `.md`), title, frontmatter alias, file stem,
-//! in that order; within a rule the shortest path wins, then the lexicographically first.
+//! Rules (contract §5.12, ADR-0008): strip `|alias`, `#heading` and `^block`, then match
+//! case-insensitively by exact path (with or without `.md`), title (the page name the app shows:
+//! a Logseq namespace `a/b`, a journal's date), alias, then path suffix (a file name, or a
+//! partial path `folder/name`), in that order. When several pages match under the first rule that
+//! matches, the one nearest the linking note wins, as in Obsidian: the most leading folders shared
+//! with it, then the shortest path, then the lexicographically first. A Logseq block reference
+//! `((uuid))` names the page that holds the block.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use pkm_block::PageRow;
 
+/// The pages that answer to one name, in page order (shortest path first).
+#[derive(Debug, Clone)]
+enum Matches {
+    One(usize),
+    Many(Vec<usize>),
+}
+
+impl Matches {
+    fn push(&mut self, i: usize) {
+        match self {
+            Matches::One(j) if *j == i => {}
+            Matches::One(j) => *self = Matches::Many(vec![*j, i]),
+            Matches::Many(v) => {
+                if v.last() != Some(&i) {
+                    v.push(i);
+                }
+            }
+        }
+    }
+
+    fn as_slice(&self) -> &[usize] {
+        match self {
+            Matches::One(i) => std::slice::from_ref(i),
+            Matches::Many(v) => v,
+        }
+    }
+}
+
+#[derive(Default)]
+struct NameMap(HashMap<String, Matches>);
+
+impl NameMap {
+    fn add(&mut self, key: String, i: usize) {
+        if key.is_empty() {
+            return;
+        }
+        match self.0.get_mut(&key) {
+            Some(m) => m.push(i),
+            None => {
+                self.0.insert(key, Matches::One(i));
+            }
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&[usize]> {
+        self.0.get(key).map(Matches::as_slice)
+    }
+}
+
 pub struct Resolver {
     pages: Vec<PageRow>,
-    by_path: HashMap<String, usize>,
-    by_title: HashMap<String, usize>,
-    by_alias: HashMap<String, usize>,
-    by_stem: HashMap<String, usize>,
+    by_path: NameMap,
+    by_title: NameMap,
+    by_alias: NameMap,
+    by_suffix: NameMap,
+    /// `((uuid))` → the page holding that block.
+    by_block: HashMap<String, usize>,
 }
 
 /// The part of a link target that names a page, lowercased, without `.md`.
 pub fn page_key(target: &str) -> String {
     let mut t = target;
-    for sep in ['|', '#', '^'] {
-        if let Some((head, _)) = t.split_once(sep) {
-            t = head;
+    if !(t.starts_with("((") && t.ends_with("))")) {
+        for sep in ['|', '#', '^'] {
+            if let Some((head, _)) = t.split_once(sep) {
+                t = head;
+            }
         }
     }
     let key = pkm_markdown::linker::target_key(t);
@@ -34,8 +91,30 @@ fn slug_lower(path: &str) -> String {
     pkm_core::path::slug_of(path).to_lowercase()
 }
 
+/// `a/b/c` → `b/c`, `c`: the partial paths a page answers to besides its whole path.
+fn suffixes(slug: &str) -> impl Iterator<Item = &str> {
+    slug.match_indices('/')
+        .filter_map(|(i, _)| slug.get(i + 1..))
+        .filter(|s| !s.is_empty())
+}
+
+/// How many leading folders two note paths share.
+fn shared_folders(a: &str, b: &str) -> usize {
+    let folders = |p: &str| -> Vec<String> {
+        let mut parts: Vec<String> = p.split('/').map(str::to_lowercase).collect();
+        parts.pop();
+        parts
+    };
+    folders(a)
+        .iter()
+        .zip(folders(b).iter())
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
 impl Resolver {
-    pub fn new(mut pages: Vec<PageRow>) -> Resolver {
+    /// `block_refs`: `((uuid))` keys with the path of the page that holds the block.
+    pub fn new(mut pages: Vec<PageRow>, block_refs: Vec<(String, String)>) -> Resolver {
         pages.sort_by(|a, b| {
             a.path
                 .len()
@@ -43,48 +122,97 @@ impl Resolver {
                 .then_with(|| a.path.cmp(&b.path))
         });
         let mut r = Resolver {
-            by_path: HashMap::with_capacity(pages.len()),
-            by_title: HashMap::with_capacity(pages.len()),
-            by_alias: HashMap::new(),
-            by_stem: HashMap::with_capacity(pages.len()),
+            by_path: NameMap::default(),
+            by_title: NameMap::default(),
+            by_alias: NameMap::default(),
+            by_suffix: NameMap::default(),
+            by_block: HashMap::new(),
             pages: Vec::new(),
         };
+        let mut index_of: HashMap<&str, usize> = HashMap::with_capacity(pages.len());
         for (i, p) in pages.iter().enumerate() {
+            index_of.insert(p.path.as_str(), i);
             let slug = slug_lower(&p.path);
-            let stem = slug.rsplit('/').next().unwrap_or(&slug).to_owned();
-            r.by_title.entry(p.title.trim().to_lowercase()).or_insert(i);
+            r.by_title.add(p.title.trim().to_lowercase(), i);
             for alias in &p.aliases {
-                r.by_alias.entry(alias.trim().to_lowercase()).or_insert(i);
+                r.by_alias.add(alias.trim().to_lowercase(), i);
             }
-            r.by_stem.entry(stem).or_insert(i);
-            r.by_path.entry(slug).or_insert(i);
+            for suffix in suffixes(&slug) {
+                r.by_suffix.add(suffix.to_owned(), i);
+            }
+            r.by_path.add(slug, i);
+        }
+        for (key, path) in block_refs {
+            if let Some(&i) = index_of.get(path.as_str()) {
+                r.by_block.insert(key, i);
+            }
         }
         r.pages = pages;
         r
     }
 
-    /// The page a link target names, if any.
+    /// The page a link target names, if any, for a link written outside any note (the nearest
+    /// match is then the one with the shortest path).
     pub fn resolve(&self, target: &str) -> Option<&PageRow> {
+        self.resolve_from(target, None)
+    }
+
+    /// The page a link target written in the note at `from` names, if any.
+    pub fn resolve_from(&self, target: &str, from: Option<&str>) -> Option<&PageRow> {
         let key = page_key(target);
         if key.is_empty() {
             return None;
         }
-        [&self.by_path, &self.by_title, &self.by_alias, &self.by_stem]
-            .into_iter()
-            .find_map(|map| map.get(&key))
-            .and_then(|&i| self.pages.get(i))
+        if let Some(&i) = self.by_block.get(&key) {
+            return self.pages.get(i);
+        }
+        let found = [
+            &self.by_path,
+            &self.by_title,
+            &self.by_alias,
+            &self.by_suffix,
+        ]
+        .into_iter()
+        .find_map(|map| map.get(&key))?;
+        let best = match (found, from) {
+            ([one], _) | ([one, ..], None) => *one,
+            (many, Some(from)) => {
+                let mut best = *many.first()?;
+                let mut best_shared = 0;
+                for &i in many {
+                    let shared = self
+                        .pages
+                        .get(i)
+                        .map_or(0, |p| shared_folders(&p.path, from));
+                    if shared > best_shared {
+                        (best, best_shared) = (i, shared);
+                    }
+                }
+                best
+            }
+            ([], _) => return None,
+        };
+        self.pages.get(best)
     }
 
     pub fn pages(&self) -> &[PageRow] {
         &self.pages
     }
 
-    /// Every name under which `page` can be linked (lowercased keys), for backlink lookups.
-    pub fn names_of(page: &PageRow) -> Vec<String> {
+    /// Every name under which `page` can be linked (lowercased keys), for backlink lookups: its
+    /// path and partial paths, title, aliases, and the `((uuid))` of its referenced blocks.
+    pub fn names_of(&self, page: &PageRow) -> Vec<String> {
         let slug = slug_lower(&page.path);
-        let stem = slug.rsplit('/').next().unwrap_or(&slug).to_owned();
-        let mut names = vec![slug.clone(), stem, page.title.trim().to_lowercase()];
+        let mut names: Vec<String> = suffixes(&slug).map(str::to_owned).collect();
+        names.push(slug.clone());
+        names.push(page.title.trim().to_lowercase());
         names.extend(page.aliases.iter().map(|a| a.trim().to_lowercase()));
+        names.extend(
+            self.by_block
+                .iter()
+                .filter(|(_, i)| self.pages.get(**i).is_some_and(|p| p.path == page.path))
+                .map(|(k, _)| k.clone()),
+        );
         names.retain(|n| !n.is_empty());
         names.sort();
         names.dedup();
@@ -126,7 +254,7 @@ impl LinkGraph {
                 return;
             };
             let Some(&t) = resolver
-                .resolve(target)
+                .resolve_from(target, Some(source))
                 .and_then(|p| index_of.get(p.path.as_str()))
             else {
                 if !unresolved.contains(target) {
@@ -196,7 +324,7 @@ mod tests {
     }
 
     fn resolved(pages: &[PageRow], target: &str) -> Option<String> {
-        Resolver::new(pages.to_vec())
+        Resolver::new(pages.to_vec(), Vec::new())
             .resolve(target)
             .map(|p| p.path.clone())
     }

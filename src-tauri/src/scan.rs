@@ -15,6 +15,8 @@ use pkm_core::{KbError, KbResult, VaultPath};
 use rayon::prelude::*;
 
 use crate::app::App;
+use pkm_markdown::Dialect;
+
 use crate::convert::{Prepared, prepare};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +35,8 @@ pub struct ScanReport {
     pub updated: usize,
     /// Pages dropped because their file is gone.
     pub removed: usize,
-    /// Files passed over, with the reason (unreadable, not UTF-8).
+    /// Files passed over, with the reason (unreadable, not UTF-8, a note format other than `.md`
+    /// such as `.org`, a name that is not a valid note path).
     pub skipped: Vec<(String, String)>,
 }
 
@@ -56,15 +59,36 @@ fn is_write_temp(name: &str) -> bool {
             .is_some_and(|(_, hex)| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-fn list_files(app: &App) -> Vec<FileFacts> {
+/// The version of the rules that turn a note into records; bump it when they change what a
+/// stored note holds, so that vaults indexed before are read again in full once.
+const PARSE_RULES: u32 = 2;
+
+/// Why a note-like file that is not read as a note is passed over, by its extension (any case);
+/// `None` for files that are not notes at all (images, PDFs, `.canvas`…), left out silently.
+fn unsupported_note_format(ext: &str) -> Option<&'static str> {
+    let ext = ext.to_ascii_lowercase();
+    match ext.as_str() {
+        "org" => Some("org-mode files are not supported"),
+        "markdown" | "mdown" | "mkd" | "mkdn" | "mdwn" | "mdx" => {
+            Some("only markdown files ending in .md are read as notes")
+        }
+        _ => None,
+    }
+}
+
+/// The vault's note files, and the note-like files passed over, with the reason (`.org`, other
+/// markdown extensions, a `.md` whose name is not a valid note path).
+fn list_files(app: &App) -> (Vec<FileFacts>, Vec<(String, String)>) {
     let root = app.vault.root();
-    walkdir::WalkDir::new(root)
+    let mut passed_over = Vec::new();
+    let files = walkdir::WalkDir::new(root)
         .follow_links(false)
         .into_iter()
         .filter_entry(|e| {
+            let name = e.file_name().to_string_lossy();
             e.depth() == 0
                 || !e.file_type().is_dir()
-                || !e.file_name().to_string_lossy().starts_with('.')
+                || !(name.starts_with('.') || e.depth() == 1 && app.dialect.in_app_folder(&name))
         })
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_file())
@@ -81,7 +105,26 @@ fn list_files(app: &App) -> Vec<FileFacts> {
             !name.starts_with('.')
         })
         .filter_map(|e| {
-            let path = VaultPath::from_abs(&app.vault, e.path()).ok()?;
+            let path = match VaultPath::from_abs(&app.vault, e.path()) {
+                Ok(path) => path,
+                Err(err) => {
+                    let ext = e.path().extension().map(|x| x.to_string_lossy());
+                    let why = match ext.as_deref() {
+                        Some(x) if x.eq_ignore_ascii_case("md") => {
+                            Some(format!("not a valid note path: {err}"))
+                        }
+                        Some(x) => unsupported_note_format(x).map(str::to_owned),
+                        None => None,
+                    };
+                    if let Some(why) = why {
+                        let rel = e.path().strip_prefix(root).unwrap_or(e.path());
+                        let rel = rel.to_string_lossy().replace('\\', "/");
+                        tracing::debug!(path = %rel, reason = %why, "passing over a file");
+                        passed_over.push((rel, why));
+                    }
+                    return None;
+                }
+            };
             let meta = e.metadata().ok()?;
             Some(FileFacts {
                 path,
@@ -90,7 +133,8 @@ fn list_files(app: &App) -> Vec<FileFacts> {
                 size: meta.len(),
             })
         })
-        .collect()
+        .collect();
+    (files, passed_over)
 }
 
 enum Read {
@@ -98,12 +142,12 @@ enum Read {
     Skipped(String),
 }
 
-fn read_and_prepare(f: &FileFacts) -> Read {
+fn read_and_prepare(dialect: &Dialect, f: &FileFacts) -> Read {
     match std::fs::read(&f.abs) {
         Err(e) => Read::Skipped(format!("unreadable: {}", e.kind())),
         Ok(bytes) => match String::from_utf8(bytes) {
             Err(_) => Read::Skipped("not valid UTF-8".into()),
-            Ok(text) => Read::Ready(Box::new(prepare(&f.path, &text, f.mtime, f.size))),
+            Ok(text) => Read::Ready(Box::new(prepare(dialect, &f.path, &text, f.mtime, f.size))),
         },
     }
 }
@@ -127,6 +171,18 @@ fn run_scan(
     mode: ScanMode,
     progress: &(dyn Fn(usize, usize) + Send + Sync),
 ) -> KbResult<ScanReport> {
+    // Notes read under other parsing rules (an older server, or another dialect since the vault
+    // was indexed) are all read again: their titles, links and tags may differ now.
+    let rules = format!("{PARSE_RULES} {:?}", app.dialect);
+    let stored_rules = app.store.get_meta("parse_rules").map_err(KbError::from)?;
+    let mode = if stored_rules.as_deref() != Some(rules.as_str())
+        && app.store.page_count().map_err(KbError::from)? > 0
+    {
+        tracing::info!("the notes were read under other parsing rules; reading them again");
+        ScanMode::Rebuild
+    } else {
+        mode
+    };
     // A rebuild, and the first scan after start (which builds the store of a new vault), write
     // the store in one transaction (see `apply`) and show as rebuilding (`index_fresh` false).
     let bulk = mode == ScanMode::Rebuild || !app.is_ready();
@@ -139,7 +195,7 @@ fn run_scan(
     } else {
         None
     };
-    let files = list_files(app);
+    let (files, passed_over) = list_files(app);
     let known = app.store.fingerprints().map_err(KbError::from)?;
     let lagging: HashSet<String> = app
         .store
@@ -147,7 +203,7 @@ fn run_scan(
         .map_err(KbError::from)?
         .into_iter()
         .collect();
-    let report = update(
+    let mut report = update(
         app,
         Scope {
             files,
@@ -162,7 +218,13 @@ fn run_scan(
         },
         progress,
     )?;
+    report.skipped.extend(passed_over);
     app.pages_changed();
+    if stored_rules.as_deref() != Some(rules.as_str()) {
+        app.store
+            .set_meta("parse_rules", &rules)
+            .map_err(KbError::from)?;
+    }
     Ok(report)
 }
 
@@ -300,7 +362,7 @@ fn update(
                 let prepared: Vec<(&FileFacts, Read)> = chunk
                     .par_iter()
                     .map(|f| {
-                        let r = read_and_prepare(f);
+                        let r = read_and_prepare(&app.dialect, f);
                         progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
                         (*f, r)
                     })
@@ -402,12 +464,15 @@ fn apply_chunk(
             .is_some_and(|m| m.len() != facts.size || m.modified().ok() != Some(facts.mtime));
         let read = if moved {
             match now.and_then(|m| m.modified().ok().map(|t| (t, m.len()))) {
-                Some((mtime, size)) => read_and_prepare(&FileFacts {
-                    mtime,
-                    size,
-                    path: facts.path.clone(),
-                    abs: facts.abs.clone(),
-                }),
+                Some((mtime, size)) => read_and_prepare(
+                    &app.dialect,
+                    &FileFacts {
+                        mtime,
+                        size,
+                        path: facts.path.clone(),
+                        abs: facts.abs.clone(),
+                    },
+                ),
                 None => continue,
             }
         } else {

@@ -130,6 +130,7 @@ fn classify(app: &App, path: &Path, kind: &EventKind) -> Option<Change> {
     if rel
         .components()
         .any(|c| c.as_os_str().to_string_lossy().starts_with('.'))
+        || app.dialect.in_app_folder(&rel.to_string_lossy())
     {
         return None;
     }

@@ -219,7 +219,13 @@ impl App {
         let outcome = match change {
             Change::Keep => Outcome::Unchanged,
             Change::Write(text) => {
-                let mut prepared = prepare(path, &text, SystemTime::now(), text.len() as u64);
+                let mut prepared = prepare(
+                    &self.dialect,
+                    path,
+                    &text,
+                    SystemTime::now(),
+                    text.len() as u64,
+                );
                 if let Some(why) = &prepared.frontmatter_error {
                     return Err(
                         KbError::invalid(format!("frontmatter is not valid YAML: {why}"))
@@ -267,9 +273,10 @@ impl App {
                             .with_hint("The note was left as it was before this call. Retry; if it persists, check the server log."));
                     }
                 };
-                let renamed = old_row.as_ref().is_none_or(|r| {
-                    r.title != prepared.record.title || r.aliases != prepared.record.aliases
-                });
+                let renamed = prepared.has_block_refs()
+                    || old_row.as_ref().is_none_or(|r| {
+                        r.title != prepared.record.title || r.aliases != prepared.record.aliases
+                    });
                 if renamed {
                     self.pages_changed();
                 }
@@ -317,10 +324,40 @@ impl App {
                 if let Err(e) = self.finish_update(&key) {
                     tracing::error!(note = %path, error = %e, "index refresh failed; the note lags the index until the next reindex");
                 }
+                self.remove_empty_folders(&abs);
                 Outcome::Deleted
             }
         };
         Ok((outcome, extra))
+    }
+
+    /// Removes the folders a delete left empty, from the note's folder up to (not including) the
+    /// vault root. `remove_dir` removes only an empty folder, so the first one that still holds
+    /// anything (a hidden file too) stays, and so does every folder above it.
+    fn remove_empty_folders(&self, note: &Path) {
+        let root = self.vault.root();
+        let mut last_removed = None;
+        let mut dir = note.parent();
+        while let Some(d) = dir {
+            if d == root || !d.starts_with(root) {
+                break;
+            }
+            match std::fs::remove_dir(d) {
+                Ok(()) => {
+                    last_removed = Some(d);
+                    dir = d.parent();
+                }
+                Err(e) => {
+                    if e.kind() != std::io::ErrorKind::DirectoryNotEmpty {
+                        tracing::debug!(error = %e, "an emptied folder stays");
+                    }
+                    break;
+                }
+            }
+        }
+        if let Some(parent) = last_removed.and_then(Path::parent) {
+            let _ = sync_dir(parent);
+        }
     }
 
     /// What the watcher should take for our own echo at `path`: the content hash we are writing

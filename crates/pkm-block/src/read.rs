@@ -166,6 +166,19 @@ pub(crate) fn for_each_link(
     Ok(())
 }
 
+/// Every `((uuid))` link key whose block exists, with the path of the page holding the block.
+pub(crate) fn block_ref_pages(c: &Connection) -> Result<Vec<(String, String)>, StoreError> {
+    let mut st = c.prepare_cached(
+        "SELECT DISTINCT l.target_key, p.path
+         FROM links l
+         JOIN blocks b ON b.id = substr(l.target_key, 3, length(l.target_key) - 4)
+         JOIN pages p ON p.id = b.page_id
+         WHERE l.target_key LIKE '((%))'",
+    )?;
+    let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// Keys per query: well under SQLite's limit on bound parameters.
 const KEYS_PER_QUERY: usize = 200;
 

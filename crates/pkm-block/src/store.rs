@@ -268,6 +268,11 @@ impl BlockStore {
         self.read(|c| read::links_to_keys(c, keys))
     }
 
+    /// Every `((uuid))` block-reference key whose block exists, with the path of its page.
+    pub fn block_ref_pages(&self) -> Result<Vec<(String, String)>, StoreError> {
+        self.read(read::block_ref_pages)
+    }
+
     /// Every link, ordered by source page, then document order; for the graph.
     pub fn all_links(&self) -> Result<Vec<StoredLink>, StoreError> {
         self.read(read::all_links)

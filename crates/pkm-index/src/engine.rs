@@ -36,7 +36,7 @@ pub const MAX_SCORE_MATCHES: usize = 5000;
 /// Version of everything that decides what the index holds: the schema *and* the analyzer. Bump it
 /// whenever either changes, so that an index built by an older binary is reported as
 /// [`IndexError::SchemaMismatch`] and rebuilt, instead of silently answering with stale tokens.
-pub const SCHEMA_VERSION: &str = "pkm-index/2";
+pub const SCHEMA_VERSION: &str = "pkm-index/3";
 
 /// File in the index directory holding [`SCHEMA_VERSION`]. Tantivy's garbage collector only
 /// deletes files it created itself, so it leaves this one alone.
@@ -59,7 +59,9 @@ pub struct BlockDoc {
     /// The page's title, searched with a lower weight than the content.
     pub title: String,
     pub content: String,
-    /// Page tags and the block's inline tags; matched case-insensitively, a leading `#` ignored.
+    /// The tags tag search finds this block by, matched case-insensitively, a leading `#`
+    /// ignored: the block's own inline tags and, on the first block of a page only, the page's
+    /// tags (so a tagged page is one hit, not one per block).
     pub tags: Vec<String>,
 }
 
@@ -70,10 +72,10 @@ pub struct Hit {
     pub page_path: String,
     /// The block's full text, as indexed.
     pub content: String,
-    /// An HTML fragment of the content around the best match: the text is HTML-escaped (`&`, `<`,
-    /// `>`, `"`, `'`), matched words are wrapped in `<b>..</b>`, and `…` marks text cut at
-    /// either end. Safe to render as HTML; when nothing in the content matched (a title-only
-    /// match, a tag search) it is the escaped start of the content.
+    /// The content around the best match, as plain text exactly as in the note (no HTML
+    /// escaping), with matched words wrapped in `<b>..</b>` and `…` marking text cut at either
+    /// end. When nothing in the content matched (a title-only match, a tag search) it is the start
+    /// of the content. Not safe to render as HTML as is: the note's own `<`, `&` stay.
     pub snippet: String,
     pub score: f32,
 }
@@ -376,8 +378,15 @@ impl IndexEngine {
     }
 
     /// Blocks tagged `tag` (case-insensitive, leading `#` ignored), in page-path order and within
-    /// a page in block order; every score is 1.0 and `total` counts all tagged blocks.
-    pub fn search_by_tag(&self, tag: &str, limit: usize) -> Result<SearchPage, IndexError> {
+    /// a page in block order, `limit` from `offset`; every score is 1.0. `total` counts every
+    /// tagged block, capped at [`MAX_SCORE_MATCHES`] like [`IndexEngine::search`]: paging with
+    /// `offset` reaches exactly `total` hits.
+    pub fn search_by_tag(
+        &self,
+        tag: &str,
+        limit: usize,
+        offset: usize,
+    ) -> Result<SearchPage, IndexError> {
         let tag = normalize_tag(tag);
         if tag.is_empty() {
             return Ok(SearchPage::default());
@@ -386,7 +395,9 @@ impl IndexEngine {
             Term::from_field_text(self.fields.tags, &tag),
             IndexRecordOption::Basic,
         );
-        self.in_page_order(&query, limit, None)
+        let mut page = self.in_page_order(&query, limit, offset, None)?;
+        page.total = page.total.min(MAX_SCORE_MATCHES);
+        Ok(page)
     }
 
     /// Blocks whose content contains `phrase` as consecutive words (case-insensitive, accents
@@ -401,18 +412,19 @@ impl IndexEngine {
         let query = field_query(self.fields.content, &phrase);
         let searcher = self.reader.searcher();
         let snippets = self.snippet_generator(&searcher, &*query)?;
-        Ok(self.in_page_order(&*query, limit, Some(&snippets))?.hits)
+        Ok(self.in_page_order(&*query, limit, 0, Some(&snippets))?.hits)
     }
 
     fn in_page_order(
         &self,
         query: &dyn Query,
         limit: usize,
+        offset: usize,
         snippets: Option<&SnippetGenerator>,
     ) -> Result<SearchPage, IndexError> {
         let searcher = self.reader.searcher();
-        let limit = limit.min(MAX_SCORE_MATCHES);
-        if limit == 0 {
+        let end = offset.saturating_add(limit).min(MAX_SCORE_MATCHES);
+        if offset >= end {
             return Ok(SearchPage {
                 hits: Vec::new(),
                 total: searcher.search(query, &Count)?,
@@ -425,7 +437,7 @@ impl IndexEngine {
                 Order::Asc,
             ),
         );
-        let top = TopDocs::for_doc_range(0..limit).order_by(order);
+        let top = TopDocs::for_doc_range(offset..end).order_by(order);
         let (total, found) = searcher.search(query, &(Count, top))?;
         let hits = found
             .into_iter()
@@ -547,20 +559,20 @@ fn render_snippet(snippet: &Snippet, text: &str) -> String {
         else {
             continue;
         };
-        escape_into(before, &mut out);
+        out.push_str(before);
         out.push_str("<b>");
-        escape_into(word, &mut out);
+        out.push_str(word);
         out.push_str("</b>");
         at = mark.end;
     }
-    escape_into(fragment.get(at..).unwrap_or_default(), &mut out);
+    out.push_str(fragment.get(at..).unwrap_or_default());
     if range.end < text.len() {
         out.push('…');
     }
     out
 }
 
-/// The escaped start of `text`, cut at a char boundary near [`SNIPPET_MAX_BYTES`].
+/// The start of `text`, cut at a char boundary near [`SNIPPET_MAX_BYTES`].
 fn lead(text: &str) -> String {
     let cut = text
         .char_indices()
@@ -568,25 +580,11 @@ fn lead(text: &str) -> String {
         .take_while(|end| *end <= SNIPPET_MAX_BYTES)
         .last()
         .unwrap_or(0);
-    let mut out = String::new();
-    escape_into(text.get(..cut).unwrap_or_default(), &mut out);
+    let mut out = text.get(..cut).unwrap_or_default().to_owned();
     if cut < text.len() {
         out.push('…');
     }
     out
-}
-
-fn escape_into(text: &str, out: &mut String) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#x27;"),
-            c => out.push(c),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -594,7 +592,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lead_cuts_on_a_char_boundary_and_escapes() {
+    fn lead_cuts_on_a_char_boundary_and_keeps_the_text() {
         let text = "é".repeat(200);
         let out = lead(&text);
         assert!(out.ends_with('…'));
@@ -602,7 +600,7 @@ mod tests {
             out.chars().filter(|c| *c == 'é').count(),
             SNIPPET_MAX_BYTES / 2
         );
-        assert_eq!(lead("a<b & c>"), "a&lt;b &amp; c&gt;");
+        assert_eq!(lead("it's \"a<b\" & c>"), "it's \"a<b\" & c>");
     }
 
     #[test]

@@ -100,7 +100,7 @@ fn a_committed_block_is_found_with_a_highlighted_snippet() {
     assert_eq!(hit.content, "The quick brown fox jumps over <the> dog");
     assert_eq!(
         hit.snippet,
-        "The quick brown <b>fox</b> jumps over &lt;the&gt; dog"
+        "The quick brown <b>fox</b> jumps over <the> dog"
     );
     assert!(hit.score > 0.0);
 }
@@ -330,7 +330,7 @@ fn ties_are_ordered_by_block_id_across_segments() {
     assert_eq!(ids(&all), ["a", "b", "c", "d", "e", "f"]);
     assert_eq!(ids(&engine.search("same", 2, 2).unwrap()), ["c", "d"]);
     assert_eq!(
-        ids(&engine.search_by_tag("t", 10).unwrap()),
+        ids(&engine.search_by_tag("t", 10, 0).unwrap()),
         ["c", "f", "e", "a", "d", "b"]
     );
 }
@@ -426,21 +426,47 @@ fn tag_search_ignores_case_and_a_leading_hash() {
         ("c.md", vec![tagged("c1", "c.md", "other", &["projects"])]),
     ]);
     for query in ["project", "#project", "PROJECT", "#Project", " #project "] {
-        let page = engine.search_by_tag(query, 10).unwrap();
+        let page = engine.search_by_tag(query, 10, 0).unwrap();
         assert_eq!(ids(&page), ["a1", "b1", "b3"], "{query}");
         assert_eq!(page.total, 3);
     }
-    let research = engine.search_by_tag("research", 10).unwrap();
+    let research = engine.search_by_tag("research", 10, 0).unwrap();
     assert_eq!(ids(&research), ["a1"]);
     assert_eq!(research.hits[0].score, 1.0);
-    assert_eq!(research.hits[0].snippet, "first &lt;x&gt;");
-    let limited = engine.search_by_tag("project", 2).unwrap();
+    assert_eq!(research.hits[0].snippet, "first <x>");
+    let limited = engine.search_by_tag("project", 2, 0).unwrap();
     assert_eq!((ids(&limited), limited.total), (vec!["a1", "b1"], 3));
-    assert_eq!(engine.search_by_tag("proj", 10).unwrap().total, 0);
+    assert_eq!(engine.search_by_tag("proj", 10, 0).unwrap().total, 0);
     assert_eq!(
-        engine.search_by_tag("#", 10).unwrap(),
+        engine.search_by_tag("#", 10, 0).unwrap(),
         SearchPage::default()
     );
+}
+
+#[test]
+fn snippets_are_the_text_as_written_with_marked_matches() {
+    let text = "it's \"quoted\" a > b & c";
+    let (_dir, engine) = engine_with(&[("q.md", vec![tagged("q1", "q.md", text, &["quote"])])]);
+    let found = engine.search("quoted", 10, 0).unwrap();
+    assert_eq!(found.hits[0].snippet, "it's \"<b>quoted</b>\" a > b & c");
+    let tagged = engine.search_by_tag("quote", 10, 0).unwrap();
+    assert_eq!(tagged.hits[0].snippet, text);
+    let phrase = engine.search_phrase("quoted", 10).unwrap();
+    assert_eq!(phrase[0].snippet, "it's \"<b>quoted</b>\" a > b & c");
+}
+
+#[test]
+fn tag_search_pages_with_an_offset_through_exactly_total_hits() {
+    let docs: Vec<BlockDoc> = (0..51)
+        .map(|i| tagged(&format!("b{i:02}"), "t.md", "tagged block", &["t"]))
+        .collect();
+    let (_dir, engine) = engine_with(&[("t.md", docs)]);
+    let first = engine.search_by_tag("t", 50, 0).unwrap();
+    assert_eq!((first.hits.len(), first.total), (50, 51));
+    let rest = engine.search_by_tag("t", 50, 50).unwrap();
+    assert_eq!((ids(&rest), rest.total), (vec!["b50"], 51));
+    let past = engine.search_by_tag("t", 50, 51).unwrap();
+    assert_eq!((past.hits.len(), past.total), (0, 51));
 }
 
 #[test]
@@ -493,7 +519,7 @@ fn a_reopened_index_keeps_its_data() {
     let engine = IndexEngine::open(&path).unwrap();
     assert_eq!(engine.doc_count(), 1);
     assert_eq!(search_ids(&engine, "persistent"), ["b1"]);
-    assert_eq!(ids(&engine.search_by_tag("kept", 10).unwrap()), ["b1"]);
+    assert_eq!(ids(&engine.search_by_tag("kept", 10, 0).unwrap()), ["b1"]);
     // Writable after reopening.
     engine
         .replace_page("b.md", &[block("b2", "b.md", "more words")])
@@ -748,7 +774,7 @@ fn searches_run_while_pages_are_replaced() {
                     let page = engine.search("stable content", 50, 0).unwrap();
                     // Every page always has exactly one block: a commit is all-or-nothing.
                     assert_eq!(page.total, 10);
-                    engine.search_by_tag("t", 10).unwrap();
+                    engine.search_by_tag("t", 10, 0).unwrap();
                     engine.search_phrase("stable content", 10).unwrap();
                     engine.page_count().unwrap();
                     rounds += 1;

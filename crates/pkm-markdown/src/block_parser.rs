@@ -10,6 +10,7 @@ use std::ops::Range;
 
 use serde_json::Value;
 
+use crate::dialect::Dialect;
 use crate::frontmatter;
 use crate::lines::{self, Fence, Line};
 use crate::tags;
@@ -117,21 +118,32 @@ pub struct ParsedPage {
     /// The frontmatter's original YAML text (present even when it was refused), including the
     /// line break that ends its last line, so [`serialize`] can write it back unchanged.
     pub frontmatter_yaml: Option<String>,
-    /// Frontmatter `title`, else Logseq `title::` on the first block, else the first H1, else the
-    /// file stem.
+    /// Frontmatter `title`, else Logseq `title::` on the first block, else (plain markdown only)
+    /// the first H1, else the page name the app derives from the file's name. Obsidian shows the
+    /// file's name whatever the note says.
     pub title: String,
     /// Frontmatter `aliases` / `alias` and Logseq `alias::` on the first block.
     pub aliases: Vec<String>,
-    /// Frontmatter `tags` / `tag`, Logseq `tags::` on the first block, then every inline tag, in
-    /// order of appearance, deduplicated case-insensitively (first spelling kept).
+    /// [`ParsedPage::page_tags`], then every inline tag, in order of appearance, deduplicated
+    /// case-insensitively (first spelling kept).
     pub tags: Vec<String>,
+    /// The tags of the page as a whole: frontmatter `tags` / `tag`, then Logseq `tags::` on the
+    /// first block, deduplicated case-insensitively.
+    pub page_tags: Vec<String>,
     pub blocks: Vec<Block>,
     /// Byte offset where the body starts (after frontmatter).
     pub body_start: usize,
 }
 
-/// Parses a note. Never fails: invalid frontmatter is reported in `frontmatter_error`.
+/// Parses a plain-markdown note whose file stem is `file_stem`; see [`parse_page_as`].
 pub fn parse_page(text: &str, file_stem: &str) -> ParsedPage {
+    parse_page_as(text, file_stem, &Dialect::default())
+}
+
+/// Parses a note of a vault kept in `dialect`; `name` is the page name the app derives from the
+/// note's path ([`Dialect::page_name`]). Never fails: invalid frontmatter is reported in
+/// `frontmatter_error`.
+pub fn parse_page_as(text: &str, name: &str, dialect: &Dialect) -> ParsedPage {
     let mut page = ParsedPage::default();
     if let Some(span) = frontmatter::locate(text) {
         let yaml = text.get(span.yaml.clone()).unwrap_or_default();
@@ -163,9 +175,15 @@ pub fn parse_page(text: &str, file_stem: &str) -> ParsedPage {
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .or_else(|| prop("title").filter(|t| !t.is_empty()))
+        .filter(|_| dialect.title_from_note())
         .map(str::to_owned)
-        .or_else(|| first_h1(&page.blocks))
-        .unwrap_or_else(|| file_stem.to_owned());
+        .or_else(|| {
+            dialect
+                .title_from_heading()
+                .then(|| first_h1(&page.blocks))
+                .flatten()
+        })
+        .unwrap_or_else(|| name.to_owned());
 
     let mut aliases = Vec::new();
     for key in ["aliases", "alias"] {
@@ -188,9 +206,12 @@ pub fn parse_page(text: &str, file_stem: &str) -> ParsedPage {
     if let Some(v) = prop("tags") {
         page_tags.extend(split_refs(v, true));
     }
-    page_tags.extend(tags::extract_inline_tags(text).into_iter().map(|(t, _)| t));
     dedup_ci(&mut page_tags);
-    page.tags = page_tags;
+    let mut all_tags = page_tags.clone();
+    all_tags.extend(tags::extract_inline_tags(text).into_iter().map(|(t, _)| t));
+    dedup_ci(&mut all_tags);
+    page.page_tags = page_tags;
+    page.tags = all_tags;
     page
 }
 
@@ -413,6 +434,12 @@ impl Builder<'_> {
         }
 
         if cols >= 4 {
+            // A Logseq outline right under a heading or paragraph (`## Usage\n\t- item`) is a
+            // list, not indented code.
+            if let Some((cols, b)) = lines::opens_outline(text, l) {
+                self.start_item(l, cols, ibytes, b);
+                return;
+            }
             self.leaf = Some(Leaf {
                 kind: LeafKind::Indented,
                 lines: vec![l],
@@ -498,13 +525,16 @@ impl Builder<'_> {
                     self.heading(first..l.end, level, title);
                     return true;
                 }
-                let starts_block = cols <= 3
+                let starts_block = (cols <= 3
                     && (lines::atx_heading(after).is_some()
                         || lines::fence_open(s).is_some()
                         || lines::is_thematic_break(after)
                         || (after.starts_with('>') && kind != LeafKind::Quote)
                         || lines::bullet(after, cols)
-                            .is_some_and(|b| !b.empty && !b.ordered_not_one));
+                            .is_some_and(|b| !b.empty && !b.ordered_not_one)))
+                    // A Logseq outline under a paragraph (page properties, a note's first
+                    // lines): CommonMark would continue the paragraph lazily.
+                    || (kind == LeafKind::Paragraph && lines::opens_outline(self.text, l).is_some());
                 if starts_block {
                     self.finish_leaf();
                     return false;

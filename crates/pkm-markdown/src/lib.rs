@@ -4,11 +4,14 @@
 //! none panics on any input, and none recurses in proportion to the input's nesting.
 
 pub mod block_parser;
+pub mod dialect;
 pub mod error;
 pub mod frontmatter;
 mod lines;
 pub mod linker;
+mod outline;
 mod scan;
 pub mod tags;
 
+pub use dialect::{Dialect, Flavor};
 pub use error::{FrontmatterError, MarkdownError, TagEditError};

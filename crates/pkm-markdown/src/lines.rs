@@ -145,6 +145,40 @@ pub(crate) fn bullet(s: &str, col: usize) -> Option<Bullet> {
     })
 }
 
+/// Logseq indents an outline's blocks with tabs (or spaces), also right under a heading or a
+/// paragraph that is not itself a bullet (`## Usage\n\t- item`). So a bullet indented four or
+/// more columns that directly follows a non-blank line opens an outline: a list item, not the
+/// indented code CommonMark would read after a heading. After a blank line (or at the start of
+/// the text) such a line stays indented code. Returns the bullet's column and the bullet.
+pub(crate) fn opens_outline(text: &str, line: Line) -> Option<(usize, Bullet)> {
+    let s = text.get(line.start..line.end)?;
+    let (cols, bytes) = indent(s);
+    let after = s.get(bytes..)?;
+    if cols < 4 || is_thematic_break(after) {
+        return None;
+    }
+    let b = bullet(after, cols)?;
+    // The previous line is non-blank: some byte other than a space or tab stands between the
+    // line break before this line and the one before that.
+    let before = text.get(..line.start)?;
+    let before = before
+        .strip_suffix("\r\n")
+        .or_else(|| before.strip_suffix(['\n', '\r']))?;
+    let non_blank = before
+        .bytes()
+        .rev()
+        .take_while(|&c| c != b'\n' && c != b'\r')
+        .any(|c| c != b' ' && c != b'\t');
+    // The closing fence of frontmatter is not part of the body: the body starts afresh.
+    if !non_blank
+        || (before.trim_end_matches([' ', '\t']).ends_with("---")
+            && crate::frontmatter::locate(text).is_some_and(|f| f.body_start == line.start))
+    {
+        return None;
+    }
+    Some((cols, b))
+}
+
 /// `***`, `---`, `___` (three or more, spaces between allowed), indentation already removed.
 pub(crate) fn is_thematic_break(s: &str) -> bool {
     let mut ch = None;

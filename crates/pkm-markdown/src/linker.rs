@@ -2,6 +2,7 @@
 //! relative markdown links to `.md` files. Nothing is reported from code spans, code blocks, HTML
 //! (comments included) or URLs. `#[[tag]]` is a tag, not a link (see [`crate::tags`]).
 
+use crate::dialect::{Dialect, percent_decode};
 use crate::scan::{self, WikiPrefix};
 
 /// How a link was written.
@@ -13,6 +14,9 @@ pub enum LinkKind {
     Embed,
     /// `[text](rel/path.md)`
     Markdown,
+    /// Logseq's `((block-uuid))`: a link to the block with that `id::`, on whatever page holds it.
+    /// Its target is written `((uuid))`, lowercased.
+    BlockRef,
 }
 
 /// One link out of a note.
@@ -35,14 +39,35 @@ pub struct Link {
 /// Every link of `text` (frontmatter included: Obsidian properties may hold `"[[T]]"`), in order
 /// of position. Same-page links (`[[#H]]`) have no target and are not reported.
 pub fn extract_links(text: &str) -> Vec<Link> {
-    if !text.contains('[') {
+    extract_links_as(text, &Dialect::default())
+}
+
+/// [`extract_links`] in a vault kept in `dialect`: in Logseq every `#tag` and `#[[tag]]` is a
+/// link to the page of that name; in Obsidian nothing in a `%%comment%%` is a link.
+pub fn extract_links_as(text: &str, dialect: &Dialect) -> Vec<Link> {
+    let tags_are_links = dialect.tags_are_links() && text.contains('#');
+    if !text.contains('[') && !text.contains("((") && !tags_are_links {
         return Vec::new();
     }
-    let s = scan::scan(text);
+    let s = scan::scan(text, dialect);
     let allowed = scan::gaps(&s.code, text.len());
     let wikis = scan::wikilinks(text, &allowed);
     let wiki_ranges = scan::merge(wikis.iter().map(|w| w.range.clone()).collect());
-    let mut out = Vec::new();
+    let mut out = block_refs(text, &allowed);
+    if tags_are_links {
+        out.extend(
+            crate::tags::extract_inline_tags_as(text, dialect)
+                .into_iter()
+                .map(|(tag, position)| Link {
+                    target: tag,
+                    alias: None,
+                    heading: None,
+                    block_ref: None,
+                    kind: LinkKind::Wiki,
+                    position,
+                }),
+        );
+    }
     for w in &wikis {
         let kind = match w.prefix {
             WikiPrefix::None => LinkKind::Wiki,
@@ -91,6 +116,54 @@ pub fn extract_links(text: &str) -> Vec<Link> {
         });
     }
     out.sort_by_key(|l| l.position);
+    out
+}
+
+/// The target of a link pasted as written in a note, whole: `[[T#H|alias]]`, `![[T]]`,
+/// `[text](folder/T%20x.md)`, `((uuid))`, in Logseq `#tag` and `#[[tag]]`. A relative markdown
+/// target loses its leading `./` and `../` (it is then a partial path). `None` when `input` is
+/// not exactly one link: it is then a bare target.
+pub fn written_target(input: &str, dialect: &Dialect) -> Option<String> {
+    let input = input.trim();
+    let links = extract_links_as(input, dialect);
+    let [link] = links.as_slice() else {
+        return None;
+    };
+    let mut target = link.target.as_str();
+    if link.kind == LinkKind::Markdown {
+        while let Some(rest) = target
+            .strip_prefix("./")
+            .or_else(|| target.strip_prefix("../"))
+        {
+            target = rest;
+        }
+    }
+    Some(target.to_owned())
+}
+
+/// Logseq block references `((uuid))` within `allowed` (outside code).
+fn block_refs(text: &str, allowed: &[std::ops::Range<usize>]) -> Vec<Link> {
+    let mut out = Vec::new();
+    for gap in allowed {
+        let Some(part) = text.get(gap.clone()) else {
+            continue;
+        };
+        for (at, _) in part.match_indices("((") {
+            let Some(id) = part.get(at + 2..at + 38) else {
+                break;
+            };
+            if crate::lines::is_uuid(id) && part.get(at + 38..at + 40) == Some("))") {
+                out.push(Link {
+                    target: format!("(({}))", id.to_lowercase()),
+                    alias: None,
+                    heading: None,
+                    block_ref: Some(id.to_lowercase()),
+                    kind: LinkKind::BlockRef,
+                    position: gap.start + at,
+                });
+            }
+        }
+    }
     out
 }
 
@@ -176,30 +249,6 @@ fn has_scheme(s: &str) -> bool {
     false
 }
 
-/// Decodes `%XX` escapes; text that would not be UTF-8 afterwards is returned unchanged.
-fn percent_decode(s: &str) -> String {
-    if !s.contains('%') {
-        return s.to_owned();
-    }
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while let Some(&c) = b.get(i) {
-        let hex = |j: usize| b.get(j).and_then(|h| (*h as char).to_digit(16));
-        match (c, hex(i + 1), hex(i + 2)) {
-            (b'%', Some(h), Some(l)) => {
-                out.push(u8::try_from(h * 16 + l).unwrap_or(b'?'));
-                i += 3;
-            }
-            _ => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).unwrap_or_else(|_| s.to_owned())
-}
-
 /// The key a link target is matched by: trimmed, `\` as `/`, lowercased, without a trailing
 /// `.md`.
 pub fn target_key(target: &str) -> String {
@@ -278,6 +327,76 @@ mod tests {
             targets("---\nup: \"[[Index]]\"\n---\n"),
             vec![("Index".into(), LinkKind::Wiki, 9)]
         );
+    }
+
+    #[test]
+    fn links_as_written() {
+        let d = Dialect::default();
+        let cases = [
+            ("[[Internal links]]", Some("Internal links")),
+            ("![[Internal links]]", Some("Internal links")),
+            (" [[Note#Heading|alias]] ", Some("Note")),
+            ("[[Note^abc]]", Some("Note")),
+            (
+                "[x](Format%20your%20notes.md)",
+                Some("Format your notes.md"),
+            ),
+            (
+                "[x](../features/wikilinks.md#Part)",
+                Some("features/wikilinks.md"),
+            ),
+            (
+                "((6f0c2a9e-1111-4a4a-9b9b-0123456789ab))",
+                Some("((6f0c2a9e-1111-4a4a-9b9b-0123456789ab))"),
+            ),
+            ("Internal links", None),
+            ("features/wikilinks", None),
+            ("[[a]] and [[b]]", None),
+        ];
+        for (input, want) in cases {
+            assert_eq!(written_target(input, &d).as_deref(), want, "{input:?}");
+        }
+        let logseq = Dialect::of(crate::Flavor::Logseq);
+        assert_eq!(
+            written_target("#[[Logseq Sync]]", &logseq).as_deref(),
+            Some("Logseq Sync")
+        );
+        assert_eq!(written_target("#docs", &logseq).as_deref(), Some("docs"));
+        assert_eq!(written_target("#docs", &d), None);
+    }
+
+    #[test]
+    fn dialect_rules() {
+        let logseq = Dialect::of(crate::Flavor::Logseq);
+        let text =
+            "- a #tag and #[[two words]] ((6f0c2a9e-1111-4a4a-9b9b-0123456789ab))\n- `#code`\n";
+        let got: Vec<_> = extract_links_as(text, &logseq)
+            .into_iter()
+            .map(|l| (l.target, l.kind))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("tag".into(), LinkKind::Wiki),
+                ("two words".into(), LinkKind::Wiki),
+                (
+                    "((6f0c2a9e-1111-4a4a-9b9b-0123456789ab))".into(),
+                    LinkKind::BlockRef
+                ),
+            ]
+        );
+        // Plain markdown: tags are tags, not links.
+        assert_eq!(targets(text).len(), 1);
+        // Obsidian: nothing in a %%comment%% is a link or a tag, across lines; code keeps %%.
+        let obsidian = Dialect::of(crate::Flavor::Obsidian);
+        let text = "[[a]] %%[[b]] #t\n[[c]]%% [[d]] `%%` [[e]] %% [[f]]";
+        let got: Vec<_> = extract_links_as(text, &obsidian)
+            .into_iter()
+            .map(|l| l.target)
+            .collect();
+        assert_eq!(got, vec!["a", "d", "e"]);
+        assert!(crate::tags::extract_inline_tags_as(text, &obsidian).is_empty());
+        assert_eq!(targets(text).len(), 6);
     }
 
     #[test]

@@ -4,9 +4,11 @@
 
 use std::ops::Range;
 
-use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{CodeBlockKind, Event, LinkType, Options, Parser, Tag, TagEnd};
 
+use crate::dialect::Dialect;
 use crate::frontmatter;
+use crate::outline;
 
 /// A markdown link or image as pulldown-cmark resolved it.
 pub(crate) struct MdLink {
@@ -28,25 +30,126 @@ pub(crate) struct Scan {
     pub links: Vec<MdLink>,
 }
 
-pub(crate) fn scan(text: &str) -> Scan {
+pub(crate) fn scan(text: &str, dialect: &Dialect) -> Scan {
     let body_start = frontmatter::locate(text).map_or(0, |s| s.body_start);
     let body = text.get(body_start..).unwrap_or_default();
     let mut code = Vec::new();
     let mut links: Vec<MdLink> = Vec::new();
-    let mut open_link: Option<usize> = None;
     let shift = |r: Range<usize>| r.start + body_start..r.end + body_start;
-    for (event, range) in Parser::new_ext(body, Options::ENABLE_TABLES).into_offset_iter() {
+    scan_markdown(text, body, &shift, true, &mut code, &mut links);
+    if dialect.org_blocks() {
+        code.extend(org_blocks(text, body_start));
+    }
+    let mut code = merge(code);
+    if dialect.percent_comments() {
+        let comments = percent_comments(text, body_start, &code);
+        if !comments.is_empty() {
+            code.extend(comments);
+            code = merge(code);
+            // A link inside a comment is no link.
+            links.retain(|l| {
+                code.iter()
+                    .all(|c| l.range.start < c.start || l.range.start >= c.end)
+            });
+        }
+    }
+    Scan {
+        body_start,
+        code,
+        links,
+    }
+}
+
+/// Logseq's org-mode blocks in markdown (`#+BEGIN_SRC` … `#+END_SRC`, `#+BEGIN_EXAMPLE`, …),
+/// from `from` on: from the `#+BEGIN_` to the end of the line of the next `#+END_` (or the end of
+/// the note). Their text is literal, as in a code block.
+fn org_blocks(text: &str, from: usize) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut i = from;
+    while let Some(open) = text
+        .get(i..)
+        .and_then(|t| find_ci(t, "#+begin_"))
+        .map(|o| o + i)
+    {
+        let end = text
+            .get(open..)
+            .and_then(|t| find_ci(t, "#+end_"))
+            .map(|e| open + e)
+            .map_or(text.len(), |e| {
+                text.get(e..)
+                    .and_then(|t| t.find('\n'))
+                    .map_or(text.len(), |n| e + n)
+            });
+        out.push(open..end);
+        i = end;
+    }
+    out
+}
+
+/// The first byte offset of ASCII `needle` (lowercase) in `hay`, ignoring ASCII case.
+fn find_ci(hay: &str, needle: &str) -> Option<usize> {
+    let n = needle.as_bytes();
+    hay.as_bytes()
+        .windows(n.len())
+        .position(|w| w.eq_ignore_ascii_case(n))
+}
+
+/// Obsidian's `%%comments%%` from `from` on, outside `code` (sorted): each `%%` opens a comment
+/// that the next `%%` closes (across lines); an unclosed one runs to the end of the note.
+fn percent_comments(text: &str, from: usize, code: &[Range<usize>]) -> Vec<Range<usize>> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = from;
+    while let Some(open) = find2(bytes, i, bytes.len(), b'%') {
+        let at = code.partition_point(|c| c.end <= open);
+        if let Some(c) = code.get(at).filter(|c| c.start <= open) {
+            i = c.end;
+            continue;
+        }
+        let close = find2(bytes, open + 2, bytes.len(), b'%').map_or(bytes.len(), |c| c + 2);
+        out.push(open..close);
+        i = close;
+    }
+    out
+}
+
+/// Adds what pulldown-cmark finds in `md` to `code` and `links`, each range mapped to the note by
+/// `to_note`. An indented code block that is a Logseq outline ([`outline::in_code`]) is scanned
+/// again, dedented, as the list it is (`outlines` is false in that inner scan).
+fn scan_markdown(
+    text: &str,
+    md: &str,
+    to_note: &dyn Fn(Range<usize>) -> Range<usize>,
+    outlines: bool,
+    code: &mut Vec<Range<usize>>,
+    links: &mut Vec<MdLink>,
+) {
+    let mut open_link: Option<usize> = None;
+    for (event, range) in Parser::new_ext(md, Options::ENABLE_TABLES).into_offset_iter() {
         match event {
             Event::Code(c) => {
                 if let Some(l) = open_link.and_then(|i| links.get_mut(i)) {
                     l.text.push_str(&c);
                 }
-                code.push(shift(range));
+                code.push(to_note(range));
+            }
+            Event::Start(Tag::CodeBlock(CodeBlockKind::Indented)) if outlines => {
+                let block = to_note(range);
+                match outline::in_code(text, block.clone()) {
+                    Some(o) => {
+                        if o.end < block.end {
+                            code.push(o.end..block.end);
+                        }
+                        let inner = |r: Range<usize>| o.range_to_note(r);
+                        scan_markdown(text, &o.text, &inner, false, code, links);
+                    }
+                    None => code.push(block),
+                }
             }
             Event::Start(Tag::CodeBlock(_) | Tag::HtmlBlock)
             | Event::InlineHtml(_)
             | Event::Html(_) => {
-                code.push(shift(range));
+                code.push(to_note(range));
             }
             Event::Start(Tag::Link {
                 link_type,
@@ -55,7 +158,7 @@ pub(crate) fn scan(text: &str) -> Scan {
             }) => {
                 open_link = Some(links.len());
                 links.push(MdLink {
-                    range: shift(range),
+                    range: to_note(range),
                     dest: dest_url.into_string(),
                     text: String::new(),
                     link_type,
@@ -67,7 +170,7 @@ pub(crate) fn scan(text: &str) -> Scan {
                 dest_url,
                 ..
             }) => links.push(MdLink {
-                range: shift(range),
+                range: to_note(range),
                 dest: dest_url.into_string(),
                 text: String::new(),
                 link_type,
@@ -81,11 +184,6 @@ pub(crate) fn scan(text: &str) -> Scan {
             }
             _ => {}
         }
-    }
-    Scan {
-        body_start,
-        code: merge(code),
-        links,
     }
 }
 
@@ -269,7 +367,7 @@ mod tests {
     #[test]
     fn code_regions() {
         let t = "---\na: `x`\n---\ntext `code` <!-- c -->\n\n```\nblock\n```\n";
-        let s = scan(t);
+        let s = scan(t, &Dialect::default());
         let found: Vec<_> = s.code.iter().map(|r| &t[r.clone()]).collect();
         assert_eq!(found, vec!["`code`", "<!-- c -->", "```\nblock\n```"]);
     }

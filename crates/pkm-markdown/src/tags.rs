@@ -6,6 +6,7 @@ use std::ops::Range;
 use serde_json::Value;
 
 use crate::block_parser::collect_list;
+use crate::dialect::Dialect;
 use crate::error::TagEditError;
 use crate::frontmatter::{self, FrontmatterSpan};
 use crate::lines;
@@ -23,7 +24,12 @@ struct InlineTag {
 /// follow a letter, digit or other word character (`a#b`, `&#39;`, `page.md#part`), and is never
 /// taken from code, HTML, links, URLs or headings' `# `. `#[[multi word]]` gives `multi word`.
 pub fn extract_inline_tags(text: &str) -> Vec<(String, usize)> {
-    inline_tags(text)
+    extract_inline_tags_as(text, &Dialect::default())
+}
+
+/// [`extract_inline_tags`] in a vault kept in `dialect` (Obsidian's `%%comments%%` hold none).
+pub fn extract_inline_tags_as(text: &str, dialect: &Dialect) -> Vec<(String, usize)> {
+    inline_tags_as(text, dialect)
         .into_iter()
         .map(|t| (t.tag, t.span.start))
         .collect()
@@ -35,10 +41,14 @@ pub fn normalize(tag: &str) -> String {
 }
 
 fn inline_tags(text: &str) -> Vec<InlineTag> {
+    inline_tags_as(text, &Dialect::default())
+}
+
+fn inline_tags_as(text: &str, dialect: &Dialect) -> Vec<InlineTag> {
     if !text.contains('#') {
         return Vec::new();
     }
-    let s = scan::scan(text);
+    let s = scan::scan(text, dialect);
     let mut code_and_fm = s.code.clone();
     code_and_fm.push(0..s.body_start);
     let code_and_fm = scan::merge(code_and_fm);
@@ -125,11 +135,18 @@ fn may_follow(prev: Option<char>) -> bool {
     }
 }
 
-/// Adds `tag` to the frontmatter `tags` list. `Ok(None)` when the note already has it (in
-/// frontmatter or as an inline tag, case-insensitively). Without frontmatter, one is created;
-/// otherwise the tag is appended to a flow list (`tags: [a, b]`), a block list (a new `- tag` line
-/// with the list's indentation), a scalar (`tags: a` becomes `tags: [a, tag]`), or a new
-/// `tags: [tag]` line at the end of the frontmatter. Every other byte is unchanged.
+/// Adds `tag` to the note's page tags, in the form the note already uses. `Ok(None)` when the
+/// note already has it (in frontmatter, in Logseq `tags::` on the first block, or as an inline
+/// tag, case-insensitively). A frontmatter `tags`/`tag` key is edited first: the tag is appended
+/// to a flow list (`tags: [a, b]`), a block list (a new `- tag` line with the list's
+/// indentation), a scalar (`tags: a` becomes `tags: [a, tag]`), or fills an empty key. Otherwise a
+/// Logseq `tags::` line on the first block gets the tag appended with the line's own separator
+/// and item style (`tags:: a, [[b]]` becomes `tags:: a, [[b]], [[tag]]`). Otherwise frontmatter
+/// gets a new `tags: [tag]` line at its end; a note without frontmatter whose first block has
+/// Logseq properties gets a `tags:: tag` line (first among page properties written as a
+/// paragraph, after a list item's properties when more text follows them); any other note gets
+/// a new frontmatter block (`---`, `tags: [tag]`, `---`, with the note's line breaks). Every
+/// other byte is unchanged.
 pub fn add_tag(text: &str, tag: &str) -> Result<Option<String>, TagEditError> {
     let tag = valid_tag(tag)?;
     let key = tag.to_lowercase();
@@ -149,21 +166,42 @@ pub fn add_tag(text: &str, tag: &str) -> Result<Option<String>, TagEditError> {
         return Ok(None);
     }
     let item = yaml_item(&tag);
-    let (Some(span), Some(fm)) = (span, fm) else {
-        let bom = if text.starts_with('\u{feff}') {
-            '\u{feff}'.len_utf8()
-        } else {
-            0
+    let fm_key = match (&span, &fm) {
+        (Some(span), Some(fm)) => match find_key(text, span, fm, "tags")? {
+            Some(k) => Some(k),
+            None => find_key(text, span, fm, "tag")?,
+        },
+        _ => None,
+    };
+    if fm_key.is_none() {
+        let body_start = span
+            .as_ref()
+            .map_or_else(|| bom_len(text), |s| s.body_start);
+        let props = page_props(text, body_start)?;
+        let logseq = match (&props, &span) {
+            (Some(p), _) if p.tags.is_some() => true,
+            // A new `tags::` line goes first in a paragraph of page properties, or after a list
+            // item's properties when more text follows them (the note's end is never edited).
+            (Some(p), None) => {
+                p.first_of_paragraph.is_some()
+                    || (p.last.next > p.last.end && p.last.next < text.len())
+            }
+            _ => false,
         };
+        if let (Some(props), true) = (props, logseq) {
+            return add_to_props(text, &props, &tag, &key).map(Some);
+        }
+    }
+    let (Some(span), Some(_)) = (span, fm) else {
+        let bom = bom_len(text);
         let (head, rest) = text.split_at_checked(bom).unwrap_or(("", text));
-        return Ok(Some(format!("{head}---\ntags: [{item}]\n---\n{rest}")));
+        let nl = text_newline(text);
+        return Ok(Some(format!(
+            "{head}---{nl}tags: [{item}]{nl}---{nl}{rest}"
+        )));
     };
     let nl = newline(text, &span);
-    let found = match find_key(text, &span, &fm, "tags")? {
-        Some(k) => Some(k),
-        None => find_key(text, &span, &fm, "tag")?,
-    };
-    let edits = match found {
+    let edits = match fm_key {
         None => {
             let end = span.yaml.end;
             let sep = if span.yaml.is_empty() || text.get(..end).is_some_and(|t| t.ends_with('\n'))
@@ -202,62 +240,122 @@ pub fn add_tag(text: &str, tag: &str) -> Result<Option<String>, TagEditError> {
     Ok(Some(out))
 }
 
-/// Removes `tag` (case-insensitively) from the frontmatter tags and every inline `#tag` /
-/// `#[[tag]]` outside code; `#proj` never touches `#project`. A list left empty becomes
-/// `tags: []`. An inline tag takes one neighbouring space with it. Returns the new text and how
-/// many occurrences were removed (0: the text is returned unchanged).
+/// Removes `tag` (case-insensitively) from the page tags — frontmatter `tags`/`tag` and Logseq
+/// `tags::` on the first block — and every inline `#tag` / `#[[tag]]` outside code; `#proj` never
+/// touches `#project`. A frontmatter key whose list is left empty is removed with its lines, and
+/// the whole frontmatter block when nothing else is left in it; a `tags::` line left empty is
+/// removed with its line break. So removing the tag [`add_tag`] added gives back the note it was
+/// given, byte for byte. An inline tag takes one neighbouring space with it. Returns the new text
+/// and how many occurrences were removed (0: the text is returned unchanged).
 pub fn remove_tag(text: &str, tag: &str) -> Result<(String, usize), TagEditError> {
     let tag = valid_tag(tag)?;
     let key = tag.to_lowercase();
+    let matches = |v: &str| normalize(v).to_lowercase() == key;
     let mut edits = Vec::new();
     let mut count = 0;
     let span = frontmatter::locate(text);
+    let mut fm_removed = false;
     if let Some(span) = &span {
         let fm = frontmatter::parse_yaml(text.get(span.yaml.clone()).unwrap_or_default())?;
+        // The lines of keys left empty, which go with their key.
+        let mut emptied: Vec<Range<usize>> = Vec::new();
         for key_name in ["tags", "tag"] {
             let Some(k) = find_key(text, span, &fm, key_name)? else {
                 continue;
             };
-            let matches = |v: &str| normalize(v).to_lowercase() == key;
+            let extent = |end: usize| k.line_start..end;
             match k.shape {
                 Shape::Empty => {}
                 Shape::Flow(f) => {
-                    let n = remove_items(&f.items, &matches, f.open + 1..f.close, "", &mut edits);
+                    let n = f.items.iter().filter(|i| matches(&i.value)).count();
+                    if n > 0 && n == f.items.len() {
+                        let end = lines::lines(text, k.line_start)
+                            .find(|l| l.end >= f.close)
+                            .map_or(k.line_next, |l| l.next);
+                        emptied.push(extent(end));
+                    } else {
+                        remove_items(&f.items, &matches, f.open + 1..f.close, "", &mut edits);
+                    }
                     count += n;
                 }
                 Shape::Block { items, .. } => {
                     let gone: Vec<&Item> = items.iter().filter(|i| matches(&i.value)).collect();
                     if !gone.is_empty() && gone.len() == items.len() {
-                        edits.push(Edit::insert(k.colon + 1, " []".to_owned()));
-                    }
-                    for i in &gone {
-                        edits.push(Edit::delete(i.line_start..i.line_next));
+                        let end = items.last().map_or(k.line_next, |i| i.line_next);
+                        emptied.push(extent(end));
+                    } else {
+                        for i in &gone {
+                            edits.push(Edit::delete(i.line_start..i.line_next));
+                        }
                     }
                     count += gone.len();
                 }
-                Shape::Scalar {
-                    whole,
-                    inner,
-                    items,
-                } => {
-                    let n = remove_items(&items, &matches, inner, "", &mut edits);
+                Shape::Scalar { inner, items, .. } => {
+                    let n = items.iter().filter(|i| matches(&i.value)).count();
                     if n > 0 && n == items.len() {
-                        edits.retain(|e| {
-                            !(whole.start <= e.range.start && e.range.end <= whole.end)
-                        });
-                        edits.push(Edit::replace(whole, "[]".to_owned()));
+                        emptied.push(extent(k.line_next));
+                    } else {
+                        remove_items(&items, &matches, inner, "", &mut edits);
                     }
                     count += n;
                 }
             }
         }
+        if !emptied.is_empty() {
+            let emptied = scan::merge(emptied);
+            let rest = scan::gaps(&emptied, span.yaml.end);
+            let only_tags = rest.iter().filter(|r| r.end > span.yaml.start).all(|r| {
+                text.get(r.start.max(span.yaml.start)..r.end)
+                    .is_some_and(|t| t.trim().is_empty())
+            });
+            if only_tags {
+                edits.push(Edit::delete(bom_len(text)..span.body_start));
+                fm_removed = true;
+            } else {
+                edits.extend(emptied.into_iter().map(Edit::delete));
+            }
+        }
     }
+    // Logseq `tags::` on the first block.
+    let body_start = span
+        .as_ref()
+        .map_or_else(|| bom_len(text), |s| s.body_start);
+    let prop_value = match page_props(text, body_start)? {
+        Some(PageProps {
+            tags: Some(p),
+            next_own,
+            next_is_inside,
+            ..
+        }) => {
+            let n = p.items.iter().filter(|i| matches(&i.value)).count();
+            if n > 0 && n == p.items.len() {
+                edits.push(Edit::delete(remove_prop_line(
+                    text,
+                    &p,
+                    next_own,
+                    next_is_inside,
+                )));
+            } else {
+                remove_items(&p.items, &matches, p.value.clone(), "", &mut edits);
+            }
+            count += n;
+            Some(p.value)
+        }
+        _ => None,
+    };
     let bytes = text.as_bytes();
     for t in inline_tags(text)
         .into_iter()
         .filter(|t| t.tag.to_lowercase() == key)
     {
         let mut r = t.span.clone();
+        // `tags:: #a` is an item of the property, edited above.
+        if prop_value
+            .as_ref()
+            .is_some_and(|v| v.start <= r.start && r.end <= v.end)
+        {
+            continue;
+        }
         let before = r.start.checked_sub(1).and_then(|i| bytes.get(i)).copied();
         let after = bytes.get(r.end).copied();
         let after_is_end = matches!(after, None | Some(b'\n' | b'\r'));
@@ -291,7 +389,14 @@ pub fn remove_tag(text: &str, tag: &str) -> Result<(String, usize), TagEditError
             "the tag is glued to the text after it".to_owned(),
         ));
     }
-    if span.is_some() {
+    if fm_removed {
+        // What followed the frontmatter must not read as frontmatter now.
+        if frontmatter::locate(&out).is_some() {
+            return Err(TagEditError::UnsupportedTags(
+                "the note's body would read as frontmatter".to_owned(),
+            ));
+        }
+    } else if span.is_some() {
         let fm = frontmatter::parse(&out).ok().flatten();
         if fm.is_none_or(|fm| fm_tags(&fm).iter().any(|t| t.to_lowercase() == key)) {
             return Err(TagEditError::UnsupportedTags(
@@ -299,7 +404,356 @@ pub fn remove_tag(text: &str, tag: &str) -> Result<(String, usize), TagEditError
             ));
         }
     }
+    if prop_value.is_some()
+        && first_block_tags(&out)
+            .iter()
+            .any(|t| t.to_lowercase() == key)
+    {
+        return Err(TagEditError::UnsupportedTags(
+            "the edited `tags::` property does not read back".to_owned(),
+        ));
+    }
     Ok((out, count))
+}
+
+/// The Logseq properties of a note's first block, as the block parser reads them: leading
+/// `key:: value` lines of a first paragraph, or the property lines of a first list item (on its
+/// bullet line and the lines right after it).
+struct PageProps {
+    /// The last property line.
+    last: lines::Line,
+    /// What stands before the key on a new property line after `last`.
+    indent: String,
+    /// The first property line, when the properties are a paragraph's (not a list item's).
+    first_of_paragraph: Option<lines::Line>,
+    tags: Option<PropLine>,
+    /// The block's own line right after the `tags::` line, if that is a property line too.
+    next_own: Option<lines::Line>,
+    /// The line after the `tags::` line is indented under it (a child or more text).
+    next_is_inside: bool,
+}
+
+/// A `tags::` line.
+struct PropLine {
+    line: lines::Line,
+    /// Where `tags::` starts; for `- tags:: a`, where the bullet ends too.
+    key_start: usize,
+    /// `tags::` is on the block's bullet line.
+    on_bullet: bool,
+    /// The value, trimmed (empty, at the key's end, for `tags::` alone).
+    value: Range<usize>,
+    items: Vec<Item>,
+}
+
+/// Reads [`PageProps`] of the first block of `text[body_start..]`. `Ok(None)` when the first
+/// block has no properties; an error when the lines found are not what the block parser reads.
+fn page_props(text: &str, body_start: usize) -> Result<Option<PageProps>, TagEditError> {
+    let mut it = lines::lines(text, body_start)
+        .skip_while(|l| lines::is_blank(text.get(l.start..l.end).unwrap_or_default()));
+    let Some(first) = it.next() else {
+        return Ok(None);
+    };
+    let s = text.get(first.start..first.end).unwrap_or_default();
+    let (cols, ibytes) = lines::indent(s);
+    let after = s.get(ibytes..).unwrap_or_default();
+    let mut props: Vec<(lines::Line, usize, bool)> = Vec::new();
+    let mut after_props: Option<lines::Line> = None;
+    // The item's text column (none for a paragraph).
+    let max_cols;
+    let indent;
+    if cols <= 3 && !lines::is_thematic_break(after) && lines::bullet(after, cols).is_some() {
+        let b = lines::bullet(after, cols).ok_or_else(unsupported_props)?;
+        let rest_at = first.start + ibytes + b.content_offset_bytes.min(after.len());
+        let rest = text.get(rest_at..first.end).unwrap_or_default();
+        if lines::property(rest).is_some() {
+            props.push((first, rest_at, true));
+        }
+        max_cols = Some(cols + b.content_offset_cols);
+        indent = format!(
+            "{}{}",
+            s.get(..ibytes).unwrap_or_default(),
+            " ".repeat(b.content_offset_cols)
+        );
+    } else if cols <= 3 && lines::property(after).is_some() {
+        props.push((first, first.start + ibytes, false));
+        max_cols = None;
+        indent = s.get(..ibytes).unwrap_or_default().to_owned();
+    } else {
+        return Ok(None);
+    }
+    for l in it {
+        let s = text.get(l.start..l.end).unwrap_or_default();
+        let (c, ib) = lines::indent(s);
+        // As the block parser reads it: an item's line without the item's indentation (a tab
+        // that straddles it goes), a paragraph's or a lazy line without all of it.
+        let a = match max_cols {
+            Some(m) if c >= m => lines::strip_cols(s, m),
+            _ => s.get(ib..).unwrap_or_default(),
+        };
+        if !lines::is_blank(s) && lines::property(a).is_some() {
+            props.push((l, l.end - a.len(), false));
+        } else {
+            after_props = Some(l);
+            break;
+        }
+    }
+    let Some(&(last, _, _)) = props.last() else {
+        return Ok(None);
+    };
+    // What this reader found must be what the block parser reads.
+    let parsed = crate::block_parser::parse_blocks(text, body_start);
+    let parsed_keys: Vec<String> = parsed
+        .first()
+        .map(|b| b.properties.iter().map(|(k, _)| k.to_lowercase()).collect())
+        .unwrap_or_default();
+    let keys: Vec<String> = props
+        .iter()
+        .filter_map(|(l, at, _)| {
+            let s = text.get(*at..l.end)?;
+            lines::property(s).map(|(k, _)| k.to_lowercase())
+        })
+        .collect();
+    if keys != parsed_keys {
+        return if parsed_keys.iter().any(|k| k == "tags") {
+            Err(unsupported_props())
+        } else {
+            Ok(None)
+        };
+    }
+    let mut tags = None;
+    let mut next_own = None;
+    let mut next_line = after_props;
+    for (i, (l, at, on_bullet)) in props.iter().enumerate() {
+        let s = text.get(*at..l.end).unwrap_or_default();
+        if !lines::property(s).is_some_and(|(k, _)| k.eq_ignore_ascii_case("tags")) {
+            continue;
+        }
+        let Some(sep) = s.find("::") else { continue };
+        let v_raw = s.get(sep + 2..).unwrap_or_default();
+        let lead = v_raw.len() - v_raw.trim_start_matches([' ', '\t']).len();
+        let v_start = at + sep + 2 + lead;
+        let v_end = v_start + v_raw.trim_matches([' ', '\t']).len();
+        let value = if v_end > v_start {
+            v_start..v_end
+        } else {
+            at + sep + 2..at + sep + 2
+        };
+        tags = Some(PropLine {
+            line: *l,
+            key_start: *at,
+            on_bullet: *on_bullet,
+            items: split_prop_items(text, value.clone()),
+            value,
+        });
+        next_own = props.get(i + 1).map(|(l, _, _)| *l);
+        next_line = props.get(i + 1).map(|(l, _, _)| *l).or(after_props);
+        break;
+    }
+    let next_is_inside = next_line.is_some_and(|n| {
+        let s = text.get(n.start..n.end).unwrap_or_default();
+        !lines::is_blank(s) && lines::indent(s).0 > cols
+    });
+    Ok(Some(PageProps {
+        last,
+        indent,
+        first_of_paragraph: max_cols.is_none().then_some(first),
+        tags,
+        next_own,
+        next_is_inside,
+    }))
+}
+
+fn unsupported_props() -> TagEditError {
+    TagEditError::UnsupportedTags(
+        "the page properties are written in a form this edit does not handle".to_owned(),
+    )
+}
+
+/// Items of a `tags::` value as the block parser splits it: on commas, and a piece that is not
+/// one `[[...]]` / `#[[...]]` also on whitespace.
+fn split_prop_items(text: &str, value: Range<usize>) -> Vec<Item> {
+    let s = text.get(value.clone()).unwrap_or_default();
+    let mut out = Vec::new();
+    let mut pos = 0;
+    for piece in s.split(',') {
+        let piece_start = value.start + pos;
+        pos += piece.len() + 1;
+        let trimmed = piece.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        let t_start = piece_start + (piece.len() - piece.trim_start().len());
+        let bracketed = strip_brackets(trimmed);
+        if bracketed.len() != trimmed.len() {
+            out.push(Item {
+                span: t_start..t_start + trimmed.len(),
+                value: normalize(bracketed),
+                line_start: 0,
+                line_next: 0,
+            });
+            continue;
+        }
+        let mut from = 0;
+        for word in trimmed.split_whitespace() {
+            let rel = trimmed.get(from..).and_then(|t| t.find(word)).unwrap_or(0) + from;
+            from = rel + word.len();
+            out.push(Item {
+                span: t_start + rel..t_start + rel + word.len(),
+                value: normalize(word),
+                line_start: 0,
+                line_next: 0,
+            });
+        }
+    }
+    out
+}
+
+fn strip_brackets(s: &str) -> &str {
+    let t = s.strip_prefix('#').unwrap_or(s);
+    t.strip_prefix("[[")
+        .and_then(|t| t.strip_suffix("]]"))
+        .unwrap_or(s)
+}
+
+/// The tags of the first block's `tags::` property of `text`.
+fn first_block_tags(text: &str) -> Vec<String> {
+    let body_start = frontmatter::locate(text).map_or_else(|| bom_len(text), |s| s.body_start);
+    let mut out = Vec::new();
+    if let Some(b) = crate::block_parser::parse_blocks(text, body_start).first() {
+        for (k, v) in &b.properties {
+            if k.eq_ignore_ascii_case("tags") {
+                collect_list(&Value::String(v.clone()), true, &mut out);
+            }
+        }
+    }
+    out
+}
+
+/// Appends `tag` to the first block's `tags::` line, or adds a `tags::` line after its
+/// properties.
+fn add_to_props(
+    text: &str,
+    props: &PageProps,
+    tag: &str,
+    key: &str,
+) -> Result<String, TagEditError> {
+    // A comma or a bracket in the tag would split or end the item.
+    if tag.contains([',', '[', ']']) {
+        return Err(TagEditError::UnsupportedTags(
+            "the tag cannot be written in a `tags::` property".to_owned(),
+        ));
+    }
+    let edit = match &props.tags {
+        Some(p) => {
+            let v = text.get(p.value.clone()).unwrap_or_default();
+            let all = |f: &dyn Fn(&str) -> bool| {
+                !p.items.is_empty()
+                    && p.items
+                        .iter()
+                        .all(|i| f(text.get(i.span.clone()).unwrap_or_default()))
+            };
+            let item = if all(&|s| s.starts_with("[[")) {
+                format!("[[{tag}]]")
+            } else if all(&|s| s.starts_with('#')) {
+                format!("#{tag}")
+            } else {
+                tag.to_owned()
+            };
+            if p.items.is_empty() {
+                let sep = if p.value.start == p.line.end { " " } else { "" };
+                Edit::insert(p.value.end, format!("{sep}{item}"))
+            } else {
+                let sep = if v.contains(", ") {
+                    ", "
+                } else if v.contains(',') {
+                    ","
+                } else if p.items.len() > 1 {
+                    " "
+                } else {
+                    ", "
+                };
+                Edit::insert(p.value.end, format!("{sep}{item}"))
+            }
+        }
+        None => {
+            let l = props.last;
+            let indent = &props.indent;
+            if let Some(first) = props.first_of_paragraph {
+                // Page properties: the new line goes first.
+                let nl = match first.next > first.end {
+                    true => text.get(first.end..first.next).unwrap_or("\n"),
+                    false => text_newline(text),
+                };
+                Edit::insert(first.start, format!("{indent}tags:: {tag}{nl}"))
+            } else if l.next > l.end && l.next < text.len() {
+                let nl = text.get(l.end..l.next).unwrap_or("\n");
+                Edit::insert(l.next, format!("{indent}tags:: {tag}{nl}"))
+            } else {
+                return Err(unsupported_props());
+            }
+        }
+    };
+    let out = apply(text, vec![edit]);
+    if !first_block_tags(&out)
+        .iter()
+        .any(|t| t.to_lowercase() == key)
+    {
+        return Err(unsupported_props());
+    }
+    Ok(out)
+}
+
+/// The range that removes a `tags::` line left empty: the line with its line break (or, on the
+/// text's last line, with the break before it). On a bullet line the bullet stays: the next
+/// property line moves up onto it, or, when children or text follow, the bullet is left empty.
+fn remove_prop_line(
+    text: &str,
+    p: &PropLine,
+    next_own: Option<lines::Line>,
+    next_is_inside: bool,
+) -> Range<usize> {
+    let l = p.line;
+    if p.on_bullet {
+        if let Some(n) = next_own {
+            let s = text.get(n.start..n.end).unwrap_or_default();
+            return p.key_start..n.start + lines::indent(s).1;
+        }
+        if next_is_inside {
+            // `- tags:: a` becomes `-`.
+            let before = text.get(l.start..p.key_start).unwrap_or_default();
+            let kept = before.trim_end_matches([' ', '\t']).len();
+            return l.start + kept..l.end;
+        }
+    }
+    if l.next > l.end {
+        return l.start..l.next;
+    }
+    let prev_end = text
+        .get(..l.start)
+        .map(|t| {
+            t.strip_suffix("\r\n")
+                .or_else(|| t.strip_suffix(['\n', '\r']))
+                .unwrap_or(t)
+                .len()
+        })
+        .unwrap_or(l.start);
+    prev_end..l.end
+}
+
+fn bom_len(text: &str) -> usize {
+    if text.starts_with('\u{feff}') {
+        '\u{feff}'.len_utf8()
+    } else {
+        0
+    }
+}
+
+/// The note's line break: `\r\n` when its first line ends so, else `\n`.
+fn text_newline(text: &str) -> &'static str {
+    match text.find('\n') {
+        Some(i) if i > 0 && text.as_bytes().get(i - 1) == Some(&b'\r') => "\r\n",
+        _ => "\n",
+    }
 }
 
 /// Deletes the matching items of a comma- or space-separated run, each with one separator: the
@@ -463,6 +917,8 @@ enum Shape {
 }
 
 struct KeyLine {
+    /// Where the key's line starts.
+    line_start: usize,
     /// Byte offset of the key's `:`.
     colon: usize,
     line_next: usize,
@@ -564,6 +1020,7 @@ fn find_key(
         return Err(unsupported());
     }
     Ok(Some(KeyLine {
+        line_start: line.start,
         colon,
         line_next: line.next,
         shape,

@@ -21,6 +21,73 @@ pub const PROTOCOL_VERSION: &str = "2025-06-18";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 const RESOURCE_PREFIX: &str = "note://";
 
+/// The resource URI of a note: `note://` and the vault-relative path with each `/`-separated
+/// segment percent-encoded (RFC 3986): unreserved characters and sub-delims stay as they are,
+/// every other byte of the UTF-8 text (space, `%`, `#`, `?`, `:`, `@`, non-ASCII…) becomes `%XX`.
+pub(crate) fn note_uri(path: &str) -> String {
+    let mut out = String::with_capacity(RESOURCE_PREFIX.len() + path.len() + 8);
+    out.push_str(RESOURCE_PREFIX);
+    for b in path.bytes() {
+        let keep = b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=/".contains(&b);
+        if keep {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The vault-relative path a `note://` URI names: the text after the scheme with every `%XX`
+/// decoded (so `%2F` is a `/` too). Anything else is taken as written, so an unencoded path with
+/// spaces still reads. A `%` not followed by two hex digits, or bytes that are not UTF-8 once
+/// decoded, are InvalidArgs.
+fn note_path(uri: &str) -> Result<String, McpError> {
+    let raw = uri.strip_prefix(RESOURCE_PREFIX).ok_or_else(|| {
+        McpError::new(
+            Kind::InvalidArgs,
+            format!("unknown resource URI scheme: {uri}"),
+        )
+        .with_hint("Use note://<vault-relative path>, percent-encoded as resources/list gives it.")
+    })?;
+    let hex = |b: u8| {
+        char::from(b)
+            .to_digit(16)
+            .and_then(|d| u8::try_from(d).ok())
+    };
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        if b == b'%' {
+            let pair = bytes
+                .get(i + 1)
+                .copied()
+                .and_then(hex)
+                .zip(bytes.get(i + 2).copied().and_then(hex));
+            let Some((hi, lo)) = pair else {
+                return Err(McpError::new(
+                    Kind::InvalidArgs,
+                    format!("resource URI has an invalid percent-escape: {uri}"),
+                )
+                .with_hint("Write a literal % as %25; use the URI resources/list gives."));
+            };
+            out.push(hi << 4 | lo);
+            i += 3;
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| {
+        McpError::new(
+            Kind::InvalidArgs,
+            format!("resource URI does not decode to UTF-8 text: {uri}"),
+        )
+        .with_hint("Percent-encode the path's UTF-8 bytes; use the URI resources/list gives.")
+    })
+}
+
 /// Who is calling: over stdio everything is allowed; over HTTP, the token's scopes.
 #[derive(Debug, Clone, Default)]
 pub struct Caller {
@@ -150,6 +217,8 @@ impl StratumServer {
             note,
             token = caller.token_name.as_deref().unwrap_or("")
         );
+        // Where a note too large for a kb_get_page answer can be read instead.
+        let resource = (name == "kb_get_page" && !note.is_empty()).then(|| note_uri(note));
         let request = Request::Tool {
             name: name.to_owned(),
             args,
@@ -164,16 +233,25 @@ impl StratumServer {
         let text = serde_json::to_string(&result)
             .map_err(|_| McpError::new(Kind::Internal, "serializing a response"))?;
         if text.len() > RESPONSE_MAX_BYTES {
-            return Err(McpError::new(Kind::InvalidArgs, format!("The response would be {} bytes, over the 1 MiB cap", text.len())).with_hint(
-                "Read a large note as the resource note://<path> (resources/read), or narrow the request.",
-            ));
+            let hint = match resource {
+                Some(uri) => format!("Read the note as the resource {uri} (resources/read)."),
+                None => "Read a large note as the resource note://<path> (resources/read), or narrow the request.".to_owned(),
+            };
+            return Err(McpError::new(
+                Kind::InvalidArgs,
+                format!(
+                    "The response would be {} bytes, over the 1 MiB cap",
+                    text.len()
+                ),
+            )
+            .with_hint(hint));
         }
         Ok(
             json!({"content": [{"type": "text", "text": text}], "structuredContent": result, "isError": false}),
         )
     }
 
-    /// `resources/list`: every note as `note://<path>`, paged with the same cursor as kb_list_pages.
+    /// `resources/list`: every note as `note://<path>` (percent-encoded, [`note_uri`]), paged with the same cursor as kb_list_pages.
     pub async fn list_resources(&self, cursor: Option<String>) -> Result<Value, McpError> {
         let list = self.run(Request::ListPages { limit: 500, cursor }).await?;
         let resources: Vec<Value> = list["pages"]
@@ -181,7 +259,7 @@ impl StratumServer {
             .map(Vec::as_slice)
             .unwrap_or_default()
             .iter()
-            .map(|p| json!({"uri": format!("{RESOURCE_PREFIX}{}", p["path"].as_str().unwrap_or_default()), "name": p["path"], "title": p["title"], "mimeType": "text/markdown"}))
+            .map(|p| json!({"uri": note_uri(p["path"].as_str().unwrap_or_default()), "name": p["path"], "title": p["title"], "mimeType": "text/markdown"}))
             .collect();
         let mut out = json!({"resources": resources});
         if let Some(c) = list["next_cursor"].as_str() {
@@ -199,7 +277,7 @@ impl StratumServer {
         }]})
     }
 
-    /// `resources/read` of `note://<path>`: the raw markdown.
+    /// `resources/read` of `note://<path>` (percent-decoded, [`note_path`]): the raw markdown.
     pub async fn read_resource(&self, uri: &str, caller: &Caller) -> Result<Value, McpError> {
         if !caller.allows(Scope::Read) {
             return Err(McpError::new(
@@ -207,21 +285,11 @@ impl StratumServer {
                 "reading resources requires scope kb:read",
             ));
         }
-        let raw = uri.strip_prefix(RESOURCE_PREFIX).ok_or_else(|| {
-            McpError::new(
-                Kind::InvalidArgs,
-                format!("unknown resource URI scheme: {uri}"),
-            )
-            .with_hint("Use note://<vault-relative path>.")
-        })?;
+        let path = note_path(uri)?;
         // Checked here, so a bad URI is refused the same way on every process.
-        VaultPath::parse(self.host.vault(), raw)
-            .map_err(|e| McpError::from(crate::tools::path_error("uri", raw, &e)))?;
-        let text = self
-            .run(Request::ReadRaw {
-                path: raw.to_owned(),
-            })
-            .await?;
+        VaultPath::parse(self.host.vault(), &path)
+            .map_err(|e| McpError::from(crate::tools::path_error("uri", &path, &e)))?;
+        let text = self.run(Request::ReadRaw { path }).await?;
         let text = text.as_str().unwrap_or_default();
         Ok(json!({"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]}))
     }
@@ -271,5 +339,53 @@ impl StratumServer {
             m => return Err(McpError::method_not_found(m)),
         };
         Ok(Some(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn note_uris_encode_each_segment_and_decode_back() {
+        let cases = [
+            (
+                "Plugins/Command palette.md",
+                "note://Plugins/Command%20palette.md",
+            ),
+            ("Café/été.md", "note://Caf%C3%A9/%C3%A9t%C3%A9.md"),
+            ("a%b#c?d:e@f.md", "note://a%25b%23c%3Fd%3Ae%40f.md"),
+            (
+                "it's (a)+b=c,d;e!$&*~_-.md",
+                "note://it's%20(a)+b=c,d;e!$&*~_-.md",
+            ),
+        ];
+        for (path, uri) in cases {
+            assert_eq!(note_uri(path), uri);
+            assert_eq!(note_path(uri).unwrap(), path);
+        }
+        // Lenient: unencoded text and an encoded `/` read as the same path.
+        assert_eq!(
+            note_path("note://Plugins/Command palette.md").unwrap(),
+            "Plugins/Command palette.md"
+        );
+        assert_eq!(
+            note_path("note://Plugins%2Fa%2fb.md").unwrap(),
+            "Plugins/a/b.md"
+        );
+    }
+
+    #[test]
+    fn bad_escapes_and_non_utf8_are_invalid_args() {
+        for uri in [
+            "note://100% done.md",
+            "note://a%2.md",
+            "note://a%",
+            "note://%FF.md",
+            "file://a.md",
+        ] {
+            let e = note_path(uri).unwrap_err();
+            assert_eq!(e.kind, Kind::InvalidArgs, "{uri}");
+        }
     }
 }

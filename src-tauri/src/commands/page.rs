@@ -62,7 +62,7 @@ pub fn open_page(app: &App, path: &VaultPath) -> KbResult<NoteDocument> {
     let mtime = meta
         .modified()
         .map_err(|_| KbError::external("reading the note's mtime"))?;
-    let prepared = prepare(path, &text, mtime, meta.len());
+    let prepared = prepare(&app.dialect, path, &text, mtime, meta.len());
     let row = app.store.get_page(path).map_err(KbError::from)?;
     let fresh = row.as_ref().is_some_and(|r| r.hash == prepared.record.hash);
     let synced = fresh || {

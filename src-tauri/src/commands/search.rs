@@ -10,7 +10,7 @@ use crate::dto::{
     self, AutocompleteItem, AutocompleteResult, Backlink, BacklinkList, IndexStatus, SearchHit,
     SearchResults,
 };
-use crate::resolver::Resolver;
+
 use crate::scan::{self, ScanMode};
 
 fn to_results(hits: Vec<pkm_index::Hit>, total: usize, offset: usize) -> SearchResults {
@@ -43,12 +43,7 @@ pub fn search_blocks(
     offset: usize,
 ) -> KbResult<SearchResults> {
     app.wait_ready()?;
-    if offset >= MAX_SCORE_MATCHES {
-        return Err(KbError::invalid(format!(
-            "offset must be below {MAX_SCORE_MATCHES}, the deepest a search pages"
-        ))
-        .with_hint("Refine the query instead of paging further."));
-    }
+    check_offset(offset)?;
     let page = app
         .index
         .search(query, limit, offset)
@@ -56,18 +51,28 @@ pub fn search_blocks(
     Ok(to_results(page.hits, page.total, offset))
 }
 
-/// Blocks whose page has the tag in frontmatter or whose content holds `#tag`.
-pub fn search_by_tag(app: &App, tag: &str, limit: usize) -> KbResult<SearchResults> {
+fn check_offset(offset: usize) -> KbResult<()> {
+    if offset >= MAX_SCORE_MATCHES {
+        return Err(KbError::invalid(format!(
+            "offset must be below {MAX_SCORE_MATCHES}, the deepest a search pages"
+        ))
+        .with_hint("Refine the query instead of paging further."));
+    }
+    Ok(())
+}
+
+/// Blocks tagged `tag`, `limit` from `offset`, in page-path and block order: for a note with the
+/// tag at page level (frontmatter), its first block; and every block that holds `#tag` itself.
+/// `total` counts them all (capped like [`search_blocks`]); `next_offset` continues the list.
+pub fn search_by_tag(app: &App, tag: &str, limit: usize, offset: usize) -> KbResult<SearchResults> {
     app.wait_ready()?;
+    check_offset(offset)?;
     let tag = pkm_markdown::tags::normalize(tag);
     let page = app
         .index
-        .search_by_tag(&tag, limit)
+        .search_by_tag(&tag, limit, offset)
         .map_err(KbError::from)?;
-    let mut r = to_results(page.hits, page.total, 0);
-    // kb_search_by_tag takes no offset: a continuation could not be followed.
-    r.next_offset = None;
-    Ok(r)
+    Ok(to_results(page.hits, page.total, offset))
 }
 
 /// What `kb_autocomplete` completes.
@@ -169,12 +174,15 @@ pub fn get_page_backlinks(
         .get_page(path)
         .map_err(KbError::from)?
         .ok_or_else(|| KbError::not_found(path.as_str()))?;
-    let names = Resolver::names_of(&page);
+    let names = resolver.names_of(&page);
     let mut seen = HashSet::new();
     let mut backlinks = Vec::new();
     for (link, content) in app.store.links_to_keys(&names).map_err(KbError::from)? {
         if link.source_page == page.path
-            || resolver.resolve(&link.target).map(|p| p.path.as_str()) != Some(page.path.as_str())
+            || resolver
+                .resolve_from(&link.target, Some(&link.source_page))
+                .map(|p| p.path.as_str())
+                != Some(page.path.as_str())
         {
             continue;
         }

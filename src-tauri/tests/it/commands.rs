@@ -276,7 +276,7 @@ fn search_tags_autocomplete_graph_on_the_example_vault() {
         search::search_blocks(&app, q, 10, 0).unwrap();
     }
 
-    let tagged = search::search_by_tag(&app, "#person", 100).unwrap();
+    let tagged = search::search_by_tag(&app, "#person", 100, 0).unwrap();
     let pages: std::collections::HashSet<&str> = tagged
         .results
         .iter()
@@ -287,7 +287,7 @@ fn search_tags_autocomplete_graph_on_the_example_vault() {
         "{pages:?}"
     );
     assert!(!pages.contains("projects/Stratum.md"));
-    let notatag = search::search_by_tag(&app, "notatag", 100).unwrap();
+    let notatag = search::search_by_tag(&app, "notatag", 100, 0).unwrap();
     assert_eq!(notatag.total, 0, "tags inside code blocks do not count");
 
     let ac = search::autocomplete(&app, "ada", search::CompleteKind::Page, 5).unwrap();
@@ -415,7 +415,7 @@ fn tags_are_added_and_removed_with_minimal_edits() {
     let r = page::remove_tag(&app, &p, "b").unwrap();
     assert_eq!(r.applied, 1);
     assert_eq!(page::remove_tag(&app, &p, "absent").unwrap().applied, 0);
-    assert_eq!(search::search_by_tag(&app, "new", 10).unwrap().total, 1);
+    assert_eq!(search::search_by_tag(&app, "new", 10, 0).unwrap().total, 1);
     assert_eq!(
         page::add_tag(&app, &vp(&app, "missing.md"), "x")
             .unwrap_err()
@@ -443,6 +443,136 @@ fn delete_removes_file_store_and_index() {
         page::delete_page(&app, &p, None).unwrap_err().kind,
         ErrorKind::NotFound
     );
+}
+
+#[test]
+fn deleting_the_last_note_of_a_folder_removes_the_emptied_folders_only() {
+    let (dir, app) = empty_vault();
+    for (path, text) in [
+        ("a/b/c/last.md", "- deep"),
+        ("a/keep.md", "- stays"),
+        ("x/y/note.md", "- beside a hidden file"),
+        ("top.md", "- at the root"),
+        ("img/only.md", "- beside an image"),
+    ] {
+        page::save_page(&app, &vp(&app, path), text, None).unwrap();
+    }
+    std::fs::write(dir.path().join("x/y/.hidden"), "").unwrap();
+    std::fs::write(dir.path().join("img/pic.png"), [0u8; 4]).unwrap();
+
+    page::delete_page(&app, &vp(&app, "a/b/c/last.md"), None).unwrap();
+    assert!(
+        !dir.path().join("a/b").exists(),
+        "a/b/c and a/b were emptied"
+    );
+    assert!(dir.path().join("a/keep.md").exists());
+    page::delete_page(&app, &vp(&app, "a/keep.md"), None).unwrap();
+    assert!(!dir.path().join("a").exists());
+
+    page::delete_page(&app, &vp(&app, "x/y/note.md"), None).unwrap();
+    assert!(
+        dir.path().join("x/y/.hidden").exists(),
+        "a hidden file keeps its folder"
+    );
+    page::delete_page(&app, &vp(&app, "img/only.md"), None).unwrap();
+    assert!(dir.path().join("img/pic.png").exists());
+    page::delete_page(&app, &vp(&app, "top.md"), None).unwrap();
+    assert!(
+        dir.path().join(".pkm").is_dir(),
+        "the vault root and .pkm stay"
+    );
+    assert_eq!(vault::get_vault_info(&app).unwrap().page_count, 0);
+}
+
+#[test]
+fn tag_search_finds_a_tagged_note_once_and_pages_honestly() {
+    let (_dir, app) = empty_vault();
+    let text =
+        "---\ntags: [topic]\n---\n- first block\n- second block\n- third #topic again\n- fourth\n";
+    page::save_page(&app, &vp(&app, "tagged.md"), text, None).unwrap();
+    page::save_page(
+        &app,
+        &vp(&app, "inline.md"),
+        "- plain\n- has #topic\n",
+        None,
+    )
+    .unwrap();
+    let found = search::search_by_tag(&app, "topic", 50, 0).unwrap();
+    let got: Vec<(&str, &str)> = found
+        .results
+        .iter()
+        .map(|h| (h.page_path.as_str(), h.content.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("inline.md", "has #topic"),
+            ("tagged.md", "first block"),
+            ("tagged.md", "third #topic again")
+        ]
+    );
+    assert_eq!((found.total, found.next_offset), (3, None));
+
+    for i in 0..51 {
+        let text = format!("---\ntags: many\n---\n- note {i}\n- more\n");
+        page::save_page(&app, &vp(&app, &format!("many/n{i:02}.md")), &text, None).unwrap();
+    }
+    let first = search::search_by_tag(&app, "many", 50, 0).unwrap();
+    assert_eq!(
+        (first.results.len(), first.total, first.next_offset),
+        (50, 51, Some(50))
+    );
+    let rest = search::search_by_tag(&app, "many", 50, 50).unwrap();
+    assert_eq!(
+        (rest.results.len(), rest.total, rest.next_offset),
+        (1, 51, None)
+    );
+    assert_eq!(rest.results[0].page_path, "many/n50.md");
+}
+
+#[test]
+fn snippets_are_plain_text_as_in_the_note() {
+    let (_dir, app) = empty_vault();
+    let text = "- it's \"quoted\" a > b & c #quip\n";
+    page::save_page(&app, &vp(&app, "q.md"), text, None).unwrap();
+    let found = search::search_blocks(&app, "quoted", 10, 0).unwrap();
+    assert_eq!(
+        found.results[0].snippet,
+        "it's \"<b>quoted</b>\" a > b & c #quip"
+    );
+    let tagged = search::search_by_tag(&app, "quip", 10, 0).unwrap();
+    assert_eq!(tagged.results[0].snippet, "it's \"quoted\" a > b & c #quip");
+}
+
+#[test]
+fn note_like_files_in_other_formats_are_counted_as_skipped() {
+    let (dir, app) = empty_vault();
+    std::fs::create_dir(dir.path().join("pages")).unwrap();
+    std::fs::write(dir.path().join("pages/journal.org"), "* TODO x").unwrap();
+    std::fs::write(dir.path().join("Readme.markdown"), "# R").unwrap();
+    std::fs::write(dir.path().join("pages/pic.png"), [0u8; 4]).unwrap();
+    std::fs::write(dir.path().join("ok.md"), "- fine").unwrap();
+    std::fs::write(dir.path().join(".hidden.org"), "* hidden").unwrap();
+    let report = scan::scan(&app, ScanMode::Incremental).unwrap();
+    let mut skipped = report.skipped.clone();
+    skipped.sort();
+    assert_eq!(
+        skipped,
+        [
+            (
+                "Readme.markdown".to_owned(),
+                "only markdown files ending in .md are read as notes".to_owned()
+            ),
+            (
+                "pages/journal.org".to_owned(),
+                "org-mode files are not supported".to_owned()
+            ),
+        ]
+    );
+    assert_eq!((report.scanned, report.updated), (1, 1));
+    // Counted on every scan, not only the first.
+    let again = scan::scan(&app, ScanMode::Incremental).unwrap();
+    assert_eq!(again.skipped.len(), 2, "{:?}", again.skipped);
 }
 
 #[test]

@@ -24,6 +24,7 @@ fn check(name: &str, expect: ExpectFile) {
             LinkKind::Wiki => "wiki",
             LinkKind::Embed => "embed",
             LinkKind::Markdown => "md",
+            LinkKind::BlockRef => "blockref",
         };
         out.push_str(&format!(
             "  {kind} {:?} alias={:?} heading={:?} block={:?}\n",

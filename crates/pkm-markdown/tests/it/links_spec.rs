@@ -52,6 +52,7 @@ fn render(input: &str) -> String {
             LinkKind::Wiki => "wiki",
             LinkKind::Embed => "embed",
             LinkKind::Markdown => "md",
+            LinkKind::BlockRef => "blockref",
         };
         let mut s = format!("{kind} {:?} @{}", l.target, l.position);
         for (name, v) in [

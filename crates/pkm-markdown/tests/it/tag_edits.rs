@@ -215,16 +215,18 @@ fn remove_from_a_flow_list() {
         "---\ntags: [a]\n---\n",
         1,
     );
+    // A list left empty goes with its key, and the frontmatter with it when nothing else is left.
+    removed("---\ntags: [proj]\n---\n", "proj", "", 1);
     removed(
-        "---\ntags: [proj]\n---\n",
+        "---\ntags: [ \"#Proj\" , proj ]\n---\nBody\n",
         "proj",
-        "---\ntags: []\n---\n",
-        1,
+        "Body\n",
+        2,
     );
     removed(
-        "---\ntags: [ \"#Proj\" , proj ]\n---\n",
+        "---\ntitle: T\ntags: [proj,\n  Proj]\n# mine\n---\n",
         "proj",
-        "---\ntags: []\n---\n",
+        "---\ntitle: T\n# mine\n---\n",
         2,
     );
     removed(
@@ -246,14 +248,14 @@ fn remove_from_a_block_list() {
     removed(
         "---\ntags:\n  - proj\ntitle: T\n---\n",
         "proj",
-        "---\ntags: []\ntitle: T\n---\n",
+        "---\ntitle: T\n---\n",
         1,
     );
 }
 
 #[test]
 fn remove_from_a_scalar() {
-    removed("---\ntags: proj\n---\n", "proj", "---\ntags: []\n---\n", 1);
+    removed("---\ntags: proj\n---\n", "proj", "", 1);
     removed(
         "---\ntags: a, proj\n---\n",
         "proj",
@@ -262,9 +264,9 @@ fn remove_from_a_scalar() {
     );
     removed("---\ntags: proj b\n---\n", "proj", "---\ntags: b\n---\n", 1);
     removed(
-        "---\ntags: \"proj\"\n---\n",
+        "---\ntags: \"proj\"\ntitle: T\n---\n",
         "proj",
-        "---\ntags: []\n---\n",
+        "---\ntitle: T\n---\n",
         1,
     );
 }
@@ -315,7 +317,7 @@ fn both_tag_keys_are_edited() {
     removed(
         "---\ntags: [a]\ntag: proj\n---\n",
         "proj",
-        "---\ntags: [a]\ntag: []\n---\n",
+        "---\ntags: [a]\n---\n",
         1,
     );
     assert_eq!(
@@ -369,5 +371,195 @@ fn a_value_continued_on_the_next_line_is_refused_not_missed() {
             },
             "{text:?}"
         );
+    }
+}
+
+#[test]
+fn logseq_tags_line_is_edited_in_place() {
+    // Page properties at column 0.
+    added(
+        "title:: T\ntags:: a, b\n\n- block\n",
+        "proj",
+        "title:: T\ntags:: a, b, proj\n\n- block\n",
+    );
+    // The line's separator and item style are kept.
+    added(
+        "tags:: [[a b]], [[c]]\n",
+        "proj",
+        "tags:: [[a b]], [[c]], [[proj]]\n",
+    );
+    added("tags:: #a #b\n- x\n", "proj", "tags:: #a #b #proj\n- x\n");
+    added("tags:: a,b\n", "proj", "tags:: a,b,proj\n");
+    added("tags::\n", "proj", "tags:: proj\n");
+    // The first bullet's properties.
+    added(
+        "- tags:: a\n  title:: T\n- next\n",
+        "proj",
+        "- tags:: a, proj\n  title:: T\n- next\n",
+    );
+    added(
+        "- title:: T\n\ttags:: a\n\t- child\n",
+        "proj",
+        "- title:: T\n\ttags:: a, proj\n\t- child\n",
+    );
+    added(
+        "tags:: a\r\n\r\n- b\r\n",
+        "proj",
+        "tags:: a, proj\r\n\r\n- b\r\n",
+    );
+}
+
+#[test]
+fn logseq_page_properties_get_a_tags_line() {
+    added(
+        "title:: T\n\n- block\n",
+        "proj",
+        "tags:: proj\ntitle:: T\n\n- block\n",
+    );
+    // The text's end stays as it is.
+    added("title:: T", "proj", "tags:: proj\ntitle:: T");
+    added("- title:: T", "proj", "---\ntags: [proj]\n---\n- title:: T");
+    added(
+        "- title:: T\n  - child\n",
+        "proj",
+        "- title:: T\n  tags:: proj\n  - child\n",
+    );
+}
+
+#[test]
+fn logseq_tags_line_items_are_removed() {
+    removed(
+        "title:: T\ntags:: a, proj, [[b c]]\n",
+        "proj",
+        "title:: T\ntags:: a, [[b c]]\n",
+        1,
+    );
+    removed("tags:: [[Proj]], a\n", "proj", "tags:: a\n", 1);
+    removed("tags:: a #proj\n", "proj", "tags:: a\n", 1);
+    // The last item takes the whole line with it.
+    removed(
+        "title:: T\ntags:: proj\n\n- b\n",
+        "proj",
+        "title:: T\n\n- b\n",
+        1,
+    );
+    removed("title:: T\r\ntags:: #proj", "proj", "title:: T", 1);
+    removed(
+        "- tags:: proj\n  title:: T\n- b #proj\n",
+        "proj",
+        "- title:: T\n- b\n",
+        2,
+    );
+    removed("- tags:: proj\n\t- child\n", "proj", "-\n\t- child\n", 1);
+    removed("- tags:: proj\n- b\n", "proj", "- b\n", 1);
+}
+
+#[test]
+fn removing_an_added_tag_restores_the_note() {
+    for text in [
+        "Body #other\n",
+        "",
+        "\u{feff}Body",
+        "Body\r\nmore\r\n",
+        "---\ntitle: T\n---\nBody\n",
+        "---\r\ntitle: T\r\n---\r\nBody\r\n",
+        "---\ntags: [a]\n---\n",
+        "title:: T\n\n- b\n",
+        "tags:: a\n- b\n",
+        "- title:: T\n  - child\n",
+        "title:: T",
+        "\t- code #x",
+    ] {
+        let added = add_tag(text, "proj").unwrap().unwrap();
+        assert_eq!(
+            remove_tag(&added, "proj").unwrap(),
+            (text.to_owned(), 1),
+            "{added:?}"
+        );
+    }
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn newline() -> impl Strategy<Value = &'static str> {
+        prop_oneof![Just("\n"), Just("\r\n")]
+    }
+
+    fn tag() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z]{1,6}",
+            "[a-z]{1,4}/[a-z]{1,4}",
+            "[A-Z][a-z]{0,4}",
+            Just("2024".to_owned())
+        ]
+    }
+
+    /// A note in one of the forms tags are kept in, with some of `tags`.
+    fn note() -> impl Strategy<Value = String> {
+        let tags = prop::collection::vec(tag(), 0..3);
+        let body = prop::collection::vec(
+            prop_oneof![
+                Just("- block [[Page]]".to_owned()),
+                Just("\t- child #x".to_owned()),
+                Just("text".to_owned()),
+                Just(String::new()),
+                Just("# Heading".to_owned()),
+            ],
+            0..4,
+        );
+        (0..7u8, tags, body, newline(), any::<bool>()).prop_map(
+            |(form, mut tags, body, nl, end)| {
+                // An empty list or `tags::` line is not restored: removing the last tag removes the
+                // key (documented), so those forms always hold a tag here.
+                if tags.is_empty() && (2..=5).contains(&form) {
+                    tags.push("keep".to_owned());
+                }
+                let mut t = String::new();
+                let joined = tags.join(", ");
+                let flow: Vec<String> = tags.iter().map(|t| format!("\"{t}\"")).collect();
+                match form {
+                    0 => {}
+                    1 => t.push_str(&format!("---{nl}title: T{nl}---{nl}")),
+                    2 => t.push_str(&format!("---{nl}tags: [{}]{nl}---{nl}", flow.join(", "))),
+                    3 => {
+                        t.push_str(&format!("---{nl}tags:{nl}"));
+                        for x in &flow {
+                            t.push_str(&format!("  - {x}{nl}"));
+                        }
+                        t.push_str(&format!("status: x{nl}---{nl}"));
+                    }
+                    4 => t.push_str(&format!("title:: T{nl}tags:: {joined}{nl}{nl}")),
+                    5 => t.push_str(&format!("- tags:: {joined}{nl}  title:: T{nl}")),
+                    _ => t.push_str(&format!("title:: T{nl}")),
+                }
+                t.push_str(&body.join(nl));
+                if end && !body.is_empty() {
+                    t.push_str(nl);
+                }
+                t
+            },
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn remove_undoes_add_and_add_is_idempotent(text in note(), t in tag()) {
+            let key = t.to_lowercase();
+            let has = pkm_markdown::block_parser::parse_page(&text, "n")
+                .tags
+                .iter()
+                .any(|x| x.to_lowercase() == key);
+            let Some(added) = add_tag(&text, &t).unwrap() else {
+                prop_assert!(has, "add_tag said tagged already: {text:?}");
+                return Ok(());
+            };
+            prop_assert!(!has);
+            prop_assert_eq!(add_tag(&added, &t).unwrap(), None, "{:?}", added);
+            let (back, n) = remove_tag(&added, &t).unwrap();
+            prop_assert_eq!(n, 1);
+            prop_assert_eq!(back, text);
+        }
     }
 }

@@ -99,6 +99,7 @@ pub(super) fn search_by_tag(app: &App, a: &Args) -> KbResult<Value> {
         app,
         str_arg(a, "tag").unwrap_or_default(),
         usize_arg(a, "limit", 50),
+        usize_arg(a, "offset", 0),
     )?)
 }
 

@@ -90,7 +90,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_delete_page",
-        "Delete a note and its index entries. Optional expected_modified guard.",
+        "Delete a note, its index entries and the folders it leaves empty. Optional expected_modified guard.",
         Scope::Write,
         schema!("kb_delete_page"),
         (false, true, false),
@@ -122,7 +122,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_search_by_tag",
-        "Blocks tagged with a tag: in their note's frontmatter tags or as an inline #tag.",
+        "Notes and blocks tagged with a tag: a note tagged in its frontmatter once (its first block), and each block holding the inline #tag. Returns the total count and next_offset for paging.",
         Scope::Search,
         schema!("kb_search_by_tag"),
         READ,

@@ -199,6 +199,20 @@ fn every_tool_answers_in_its_contract_shape() {
             .iter()
             .any(|h| h["page_path"] == "inbox/New idea.md")
     );
+    let n = tagged["total"].as_u64().unwrap();
+    assert!(n >= 2, "{tagged}");
+    assert_eq!(tagged["next_offset"], Value::Null);
+    let first = call("kb_search_by_tag", json!({"tag": "idea", "limit": 1}));
+    assert_eq!(
+        (first["total"].as_u64(), first["next_offset"].as_u64()),
+        (Some(n), Some(1))
+    );
+    let last = call(
+        "kb_search_by_tag",
+        json!({"tag": "idea", "limit": 1, "offset": n - 1}),
+    );
+    assert_eq!(last["results"].as_array().unwrap().len(), 1);
+    assert_eq!(last["next_offset"], Value::Null);
     let ac = call("kb_autocomplete", json!({"query": "grace", "kind": "page"}));
     assert_eq!(ac["items"][0]["detail"], "people/Grace Hopper.md");
     call("kb_autocomplete", json!({"query": "cook", "kind": "tag"}));
@@ -426,11 +440,23 @@ fn oversized_notes_are_an_error_that_says_how_to_read_them() {
         "lorem ipsum dolor sit amet ".repeat(50_000)
     );
     std::fs::write(dir.path().join("big.md"), &big).unwrap();
+    std::fs::write(dir.path().join("big é.md"), &big).unwrap();
     let mut s = Server::start(dir.path());
     let e = s.err("kb_get_page", json!({"path": "big.md"}));
     assert_eq!(e["code"], -32602);
     assert!(
-        e["data"]["hint"].as_str().unwrap().contains("note://"),
+        e["data"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("note://big.md"),
+        "{e}"
+    );
+    let e = s.err("kb_get_page", json!({"path": "big é.md"}));
+    assert!(
+        e["data"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("note://big%20%C3%A9.md"),
         "{e}"
     );
     let r = s.request("resources/read", json!({"uri": "note://big.md"}));
@@ -439,7 +465,49 @@ fn oversized_notes_are_an_error_that_says_how_to_read_them() {
         big.len()
     );
     let list = s.request("resources/list", json!({}));
-    assert_eq!(list["result"]["resources"][0]["uri"], "note://big.md");
+    let uris: Vec<&str> = list["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    assert_eq!(uris, ["note://big%20%C3%A9.md", "note://big.md"]);
+}
+
+#[test]
+fn resource_uris_are_percent_encoded_and_read_back_decoded() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("Plugins")).unwrap();
+    let text = "# Palette\n\nOpen it with Ctrl+P.\n";
+    std::fs::write(dir.path().join("Plugins/Command palette é.md"), text).unwrap();
+    let mut s = Server::start(dir.path());
+    let list = s.request("resources/list", json!({}));
+    let uri = "note://Plugins/Command%20palette%20%C3%A9.md";
+    assert_eq!(list["result"]["resources"][0]["uri"], uri, "{list}");
+    assert_eq!(
+        list["result"]["resources"][0]["name"],
+        "Plugins/Command palette é.md"
+    );
+    for asked in [
+        uri,
+        "note://Plugins/Command palette é.md",
+        "note://Plugins%2FCommand%20palette%20%c3%a9.md",
+    ] {
+        let r = s.request("resources/read", json!({"uri": asked}));
+        assert_eq!(r["result"]["contents"][0]["text"], text, "{asked}: {r}");
+        assert_eq!(r["result"]["contents"][0]["uri"], asked);
+    }
+    for bad in [
+        "note://Plugins/Command%2palette.md",
+        "note://Plugins/%FF.md",
+        "note://..%2Fescape.md",
+    ] {
+        let r = s.request("resources/read", json!({"uri": bad}));
+        assert_eq!(r["error"]["code"], -32602, "{bad}: {r}");
+        assert_eq!(r["error"]["data"]["kind"], "InvalidArgs", "{bad}: {r}");
+        let hint = r["error"]["data"]["hint"].as_str().unwrap_or_default();
+        assert!(!hint.is_empty() && !hint.contains('\n'), "{bad}: {r}");
+    }
 }
 
 #[test]

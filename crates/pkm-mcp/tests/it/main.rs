@@ -5,6 +5,7 @@
 mod common;
 mod contract;
 mod crash;
+mod dialects;
 mod docs;
 mod docs_commands;
 mod http_rate_limit;
