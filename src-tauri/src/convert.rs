@@ -20,7 +20,7 @@ pub(crate) struct Prepared {
     /// Every link of the note with the index of its block (None for links in frontmatter).
     pub links: Vec<(Option<usize>, linker::Link)>,
     /// The page's own tags (frontmatter `tags`, Logseq `tags::`), not its inline ones.
-    pub frontmatter_tags: Vec<String>,
+    pub page_tags: Vec<String>,
     pub frontmatter: serde_json::Value,
     pub frontmatter_error: Option<String>,
 }
@@ -187,7 +187,7 @@ pub(crate) fn prepare(
         modified_at: time::to_rfc3339(mtime),
     };
     Prepared {
-        frontmatter_tags: page.page_tags.clone(),
+        page_tags: page.page_tags.clone(),
         frontmatter,
         frontmatter_error: page.frontmatter_error.clone(),
         record,
@@ -207,7 +207,7 @@ impl Prepared {
             .enumerate()
             .map(|(i, (b, id))| {
                 let mut tags = if i == 0 {
-                    self.frontmatter_tags.clone()
+                    self.page_tags.clone()
                 } else {
                     Vec::new()
                 };

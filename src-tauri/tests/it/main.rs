@@ -5,5 +5,6 @@
 mod copy_dir;
 
 mod commands;
+mod resolution_props;
 mod watcher;
 mod write_path;
