@@ -85,10 +85,10 @@ fn list_files(app: &App) -> (Vec<FileFacts>, Vec<(String, String)>) {
         .follow_links(false)
         .into_iter()
         .filter_entry(|e| {
-            let name = e.file_name().to_string_lossy();
-            e.depth() == 0
-                || !e.file_type().is_dir()
-                || !(name.starts_with('.') || e.depth() == 1 && app.dialect.in_app_folder(&name))
+            let dot_folder =
+                e.file_type().is_dir() && e.file_name().to_string_lossy().starts_with('.');
+            let rel = e.path().strip_prefix(root).unwrap_or(e.path());
+            e.depth() == 0 || !(dot_folder || app.dialect.in_app_folder(&rel.to_string_lossy()))
         })
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_file())

@@ -38,6 +38,8 @@ pub struct Dialect {
     pub journal_file_format: String,
     /// Logseq `:journals-directory` (default `journals`).
     pub journals_dir: String,
+    /// Logseq `:hidden`: folders and files (vault paths) the graph leaves out.
+    pub hidden: Vec<String>,
 }
 
 impl Default for Dialect {
@@ -55,6 +57,7 @@ impl Dialect {
             journal_title_format: "MMM do, yyyy".into(),
             journal_file_format: "yyyy_MM_dd".into(),
             journals_dir: "journals".into(),
+            hidden: Vec::new(),
         }
     }
 
@@ -73,6 +76,11 @@ impl Dialect {
         if let Some(v) = edn_value(config_edn, ":journals-directory").and_then(edn_string) {
             d.journals_dir = v.trim_matches('/').to_owned();
         }
+        d.hidden = edn_strings(config_edn, ":hidden")
+            .into_iter()
+            .map(|h| h.trim_matches('/').to_owned())
+            .filter(|h| !h.is_empty())
+            .collect();
         d
     }
 
@@ -98,13 +106,15 @@ impl Dialect {
         percent_decode(&name)
     }
 
-    /// Whether vault path `path` lies in the app's own folder, which holds no notes (Logseq's
-    /// `logseq/`: its config, backups `bak/` and `version-files/`).
+    /// Whether vault path `path` (a folder or a file) is left out of the graph: Logseq's own
+    /// folder `logseq/` (its config, backups `bak/` and `version-files/`) and what its `:hidden`
+    /// names.
     pub fn in_app_folder(&self, path: &str) -> bool {
-        self.flavor == Flavor::Logseq
-            && path
-                .strip_prefix("logseq")
+        let under = |dir: &str| {
+            path.strip_prefix(dir)
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        };
+        self.flavor == Flavor::Logseq && (under("logseq") || self.hidden.iter().any(|h| under(h)))
     }
 
     /// Whether a note may name its own title (frontmatter `title`, `title::`); Obsidian always
@@ -178,6 +188,28 @@ fn edn_value<'a>(edn: &'a str, key: &str) -> Option<&'a str> {
         return v.get(..end).filter(|s| !s.is_empty());
     }
     None
+}
+
+/// The strings of the EDN vector after `key` (`:hidden ["/archive" "draft.md"]`), which may span
+/// lines; empty when the key is missing or not a vector of strings.
+fn edn_strings(edn: &str, key: &str) -> Vec<String> {
+    let code: String = edn
+        .lines()
+        .map(|l| l.split(';').next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let Some(at) = code.find(key) else {
+        return Vec::new();
+    };
+    let rest = code.get(at + key.len()..).unwrap_or_default().trim_start();
+    let Some(body) = rest.strip_prefix('[').and_then(|r| r.split(']').next()) else {
+        return Vec::new();
+    };
+    body.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
 }
 
 fn edn_string(v: &str) -> Option<String> {
@@ -399,6 +431,7 @@ mod tests {
  :journals-directory "daily"}"#,
         );
         assert!(!d.triple_lowbar);
+        assert!(d.hidden.is_empty());
         assert_eq!(d.page_name("daily/2026-12-03.md"), "Thursday, 03.12.2026");
         assert_eq!(d.page_name("journals/2026-12-03.md"), "2026-12-03");
         let d = Dialect::logseq(r#"{:journal/page-title-format "E, MM/dd/yyyy"}"#);
@@ -406,6 +439,30 @@ mod tests {
         let d = Dialect::logseq(r#"{:journal/page-title-format "do MMMM yy"}"#);
         assert_eq!(d.page_name("journals/2021_01_11.md"), "11th January 21");
         assert_eq!(d.page_name("journals/2021_01_22.md"), "22nd January 21");
+    }
+
+    #[test]
+    fn logseq_leaves_out_its_folder_and_hidden_paths() {
+        let d =
+            Dialect::logseq("{:hidden [\"/archive\"\n  \"drafts/old.md\"] ; \"not-this\"\n :x 1}");
+        assert_eq!(d.hidden, vec!["archive", "drafts/old.md"]);
+        for path in [
+            "logseq",
+            "logseq/bak/pages/a.md",
+            "archive/x.md",
+            "drafts/old.md",
+        ] {
+            assert!(d.in_app_folder(path), "{path}");
+        }
+        for path in [
+            "logseqs/a.md",
+            "pages/archive.md",
+            "drafts/new.md",
+            "archived/x.md",
+        ] {
+            assert!(!d.in_app_folder(path), "{path}");
+        }
+        assert!(!Dialect::of(Flavor::Obsidian).in_app_folder("logseq/a.md"));
     }
 
     #[test]

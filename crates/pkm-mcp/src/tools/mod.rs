@@ -154,7 +154,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_resolve_link",
-        "Resolve a [[wiki-link]] target (by path, title, alias or file name; case-insensitive) to a note.",
+        "Resolve a link to a note: a bare target or a link as written in a note ([[T#H|alias]], ![[T]], [text](T.md)); by path, title, alias or file name/partial path, case-insensitive.",
         Scope::Read,
         schema!("kb_resolve_link"),
         READ,
@@ -162,7 +162,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_add_tag",
-        "Add a tag to a note's frontmatter tags (idempotent; every other byte is kept).",
+        "Add a tag to a note's own tags: its frontmatter list, or its Logseq tags:: line (idempotent; every other byte is kept).",
         Scope::Organize,
         schema!("kb_add_tag"),
         (false, false, true),
@@ -170,7 +170,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_remove_tag",
-        "Remove a tag from a note's frontmatter and every inline #tag (idempotent).",
+        "Remove a tag from a note's frontmatter or tags:: line and every inline #tag (idempotent).",
         Scope::Organize,
         schema!("kb_remove_tag"),
         (false, true, true),
