@@ -996,6 +996,9 @@ def measure_vault(binary: Path, label: str, root: Path, dialect: str | None, tim
         try:
             vault = tmp / "vault"
             shutil.copytree(root, vault, ignore=shutil.ignore_patterns(".pkm"), symlinks=True)
+            if dialect == "obsidian":
+                # Obsidian creates .obsidian/ in a folder it opens; public vaults leave it out of git.
+                (vault / ".obsidian").mkdir(exist_ok=True)
             ref = Vault(vault, dialect)
             result["md_files"] = ref.md_files_on_disk
             result["notes_grep"] = len(ref.notes)

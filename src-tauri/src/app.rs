@@ -216,7 +216,7 @@ impl App {
         }
         let pages = self.store.all_pages().map_err(KbError::from)?;
         let block_refs = self.store.block_ref_pages().map_err(KbError::from)?;
-        let resolver = Arc::new(Resolver::new(pages, block_refs));
+        let resolver = Arc::new(Resolver::new(pages, block_refs, &self.dialect));
         *cached = Some((generation, Arc::clone(&resolver)));
         Ok(resolver)
     }

@@ -4,15 +4,17 @@
 //! Rules (contract §5.12, ADR-0008): strip `|alias`, `#heading` and `^block`, then match
 //! case-insensitively by exact path (with or without `.md`), title (the page name the app shows:
 //! a Logseq namespace `a/b`, a journal's date), alias, then path suffix (a file name, or a
-//! partial path `folder/name`), in that order. When several pages match under the first rule that
-//! matches, the one nearest the linking note wins, as in Obsidian: the most leading folders shared
-//! with it, then the shortest path, then the lexicographically first. A Logseq block reference
-//! `((uuid))` names the page that holds the block.
+//! partial path `folder/name`), in that order; in Obsidian aliases come last. When several pages
+//! match under the first rule that matches, the one nearest the linking note wins, as in
+//! Obsidian: the most leading folders shared with it, then the shortest path, then the
+//! lexicographically first. A Logseq block reference `((uuid))` names the page that holds the
+//! block.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use pkm_block::PageRow;
+use pkm_markdown::Dialect;
 
 /// The pages that answer to one name, in page order (shortest path first).
 #[derive(Debug, Clone)]
@@ -71,6 +73,8 @@ pub struct Resolver {
     by_suffix: NameMap,
     /// `((uuid))` → the page holding that block.
     by_block: HashMap<String, usize>,
+    /// Aliases come after partial paths and file names (Obsidian).
+    aliases_last: bool,
 }
 
 /// The part of a link target that names a page, lowercased, without `.md`.
@@ -114,7 +118,11 @@ fn shared_folders(a: &str, b: &str) -> usize {
 
 impl Resolver {
     /// `block_refs`: `((uuid))` keys with the path of the page that holds the block.
-    pub fn new(mut pages: Vec<PageRow>, block_refs: Vec<(String, String)>) -> Resolver {
+    pub fn new(
+        mut pages: Vec<PageRow>,
+        block_refs: Vec<(String, String)>,
+        dialect: &Dialect,
+    ) -> Resolver {
         pages.sort_by(|a, b| {
             a.path
                 .len()
@@ -127,6 +135,7 @@ impl Resolver {
             by_alias: NameMap::default(),
             by_suffix: NameMap::default(),
             by_block: HashMap::new(),
+            aliases_last: dialect.aliases_last(),
             pages: Vec::new(),
         };
         let mut index_of: HashMap<&str, usize> = HashMap::with_capacity(pages.len());
@@ -166,14 +175,22 @@ impl Resolver {
         if let Some(&i) = self.by_block.get(&key) {
             return self.pages.get(i);
         }
-        let found = [
-            &self.by_path,
-            &self.by_title,
-            &self.by_alias,
-            &self.by_suffix,
-        ]
-        .into_iter()
-        .find_map(|map| map.get(&key))?;
+        let rules = if self.aliases_last {
+            [
+                &self.by_path,
+                &self.by_title,
+                &self.by_suffix,
+                &self.by_alias,
+            ]
+        } else {
+            [
+                &self.by_path,
+                &self.by_title,
+                &self.by_alias,
+                &self.by_suffix,
+            ]
+        };
+        let found = rules.into_iter().find_map(|map| map.get(&key))?;
         let best = match (found, from) {
             ([one], _) | ([one, ..], None) => *one,
             (many, Some(from)) => {
@@ -324,7 +341,7 @@ mod tests {
     }
 
     fn resolved(pages: &[PageRow], target: &str) -> Option<String> {
-        Resolver::new(pages.to_vec(), Vec::new())
+        Resolver::new(pages.to_vec(), Vec::new(), &Dialect::default())
             .resolve(target)
             .map(|p| p.path.clone())
     }
@@ -368,6 +385,31 @@ mod tests {
         for target in ["nothing here", "", "#only-heading", "|alias only", "notes"] {
             assert_eq!(resolved(&pages, target), None, "{target:?}");
         }
+    }
+
+    #[test]
+    fn obsidian_resolves_aliases_after_file_names_and_partial_paths() {
+        let pages = vec![
+            row("en/Sync/Security.md", "Security", &[]),
+            row("km/Sync/X.md", "X", &["Sync/Security", "Security"]),
+        ];
+        let obsidian = Resolver::new(
+            pages.clone(),
+            Vec::new(),
+            &Dialect::of(pkm_markdown::Flavor::Obsidian),
+        );
+        for target in ["Sync/Security", "Security"] {
+            assert_eq!(
+                obsidian.resolve(target).map(|p| p.path.as_str()),
+                Some("en/Sync/Security.md"),
+                "{target}"
+            );
+        }
+        // Plain markdown keeps the contract's order: an alias before a partial path.
+        assert_eq!(
+            resolved(&pages, "Sync/Security").as_deref(),
+            Some("km/Sync/X.md")
+        );
     }
 
     #[test]

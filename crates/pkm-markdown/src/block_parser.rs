@@ -298,7 +298,8 @@ fn split_refs(s: &str, is_tags: bool) -> Vec<String> {
     out
 }
 
-fn strip_brackets(s: &str) -> &str {
+/// `#[[x]]`, `[[x]]` → `x`; anything else unchanged.
+pub(crate) fn strip_brackets(s: &str) -> &str {
     let t = s.strip_prefix('#').unwrap_or(s);
     t.strip_prefix("[[")
         .and_then(|t| t.strip_suffix("]]"))

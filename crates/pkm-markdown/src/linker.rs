@@ -129,16 +129,21 @@ pub fn written_target(input: &str, dialect: &Dialect) -> Option<String> {
     let [link] = links.as_slice() else {
         return None;
     };
-    let mut target = link.target.as_str();
-    if link.kind == LinkKind::Markdown {
-        while let Some(rest) = target
-            .strip_prefix("./")
-            .or_else(|| target.strip_prefix("../"))
-        {
-            target = rest;
-        }
+    Some(match link.kind {
+        LinkKind::Markdown => strip_relative(&link.target).to_owned(),
+        _ => link.target.clone(),
+    })
+}
+
+/// A relative path without its leading `./` and `../` segments: a partial path.
+pub fn strip_relative(mut target: &str) -> &str {
+    while let Some(rest) = target
+        .strip_prefix("./")
+        .or_else(|| target.strip_prefix("../"))
+    {
+        target = rest;
     }
-    Some(target.to_owned())
+    target
 }
 
 /// Logseq block references `((uuid))` within `allowed` (outside code).

@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use serde_json::Value;
 
-use crate::block_parser::collect_list;
+use crate::block_parser::{collect_list, strip_brackets};
 use crate::dialect::Dialect;
 use crate::error::TagEditError;
 use crate::frontmatter::{self, FrontmatterSpan};
@@ -606,13 +606,6 @@ fn split_prop_items(text: &str, value: Range<usize>) -> Vec<Item> {
         }
     }
     out
-}
-
-fn strip_brackets(s: &str) -> &str {
-    let t = s.strip_prefix('#').unwrap_or(s);
-    t.strip_prefix("[[")
-        .and_then(|t| t.strip_suffix("]]"))
-        .unwrap_or(s)
 }
 
 /// The tags of the first block's `tags::` property of `text`.

@@ -99,21 +99,28 @@ pub fn get_graph_data(app: &App, path: Option<&VaultPath>, depth: usize) -> KbRe
 
 /// The note a link names, or `unresolved: true`. `target` is a bare target (`Note`,
 /// `folder/Note`, `Note#Heading`, percent-encoded or not) or a link as written in a note
-/// (`[[Note|alias]]`, `![[Note]]`, `[text](Note.md)`, `((uuid))`).
+/// (`[[Note|alias]]`, `![[Note]]`, `[text](Note.md)`, `((uuid))`); a relative path
+/// (`../folder/Note.md`) is taken as the partial path it ends with.
 pub fn resolve_link_target(app: &App, target: &str) -> KbResult<ResolveResult> {
     app.wait_ready()?;
     let resolver = app.resolver()?;
     let written = pkm_markdown::linker::written_target(target, app.dialect());
     let decoded = pkm_markdown::dialect::percent_decode(target);
-    let resolved = [written.as_deref(), Some(target), Some(decoded.as_str())]
-        .into_iter()
-        .flatten()
-        .find_map(|t| resolver.resolve(t))
-        .map(|p| ResolvedPage {
-            slug: pkm_core::path::slug_of(&p.path).to_owned(),
-            path: p.path.clone(),
-            title: p.title.clone(),
-        });
+    let relative = pkm_markdown::linker::strip_relative(&decoded);
+    let resolved = [
+        written.as_deref(),
+        Some(target),
+        Some(&decoded),
+        Some(relative),
+    ]
+    .into_iter()
+    .flatten()
+    .find_map(|t| resolver.resolve(t))
+    .map(|p| ResolvedPage {
+        slug: pkm_core::path::slug_of(&p.path).to_owned(),
+        path: p.path.clone(),
+        title: p.title.clone(),
+    });
     Ok(ResolveResult {
         unresolved: resolved.is_none(),
         resolved,

@@ -210,6 +210,7 @@ fn obsidian_duplicate_names_resolve_per_linking_note() {
         "![[en/Plugins/Canvas#Heading]]",
         "Plugins/Canvas",
         "[x](../Plugins/Canvas.md)",
+        "../Plugins/Canvas.md",
         "en/Plugins/Canvas.md",
     ] {
         assert_eq!(
