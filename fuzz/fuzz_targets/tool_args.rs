@@ -44,6 +44,23 @@ fn fixture() -> &'static Fixture {
     })
 }
 
+/// Whether `args` holds, under an argument the tool's schema types `integer`, a number that is not
+/// a 64-bit integer (past u64, or written with a fraction or exponent): always InvalidArgs.
+fn has_unrepresentable_integer(tool: &str, args: &Value) -> bool {
+    let Some(schema) = pkm_mcp::schema::input_schema(tool) else {
+        return false;
+    };
+    let (Some(props), Some(fields)) = (schema["properties"].as_object(), args.as_object()) else {
+        return false;
+    };
+    fields.iter().any(|(k, v)| {
+        props.get(k).is_some_and(|p| p["type"] == "integer")
+            && v.is_number()
+            && v.as_u64().is_none()
+            && v.as_i64().is_none()
+    })
+}
+
 fuzz_target!(|data: &[u8]| {
     let Some((&pick, rest)) = data.split_first() else {
         return;
@@ -52,13 +69,24 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let tool = &TOOLS[usize::from(pick) % TOOLS.len()];
+    let unrepresentable = has_unrepresentable_integer(tool.name, &args);
     if !tool.read_only {
-        let _ = pkm_mcp::schema::validate(tool.name, &args);
+        let r = pkm_mcp::schema::validate(tool.name, &args);
+        if unrepresentable {
+            assert!(matches!(&r, Err(e) if e.kind == Kind::InvalidArgs), "{}({args})", tool.name);
+        }
         return;
     }
     let f = fixture();
     let params = json!({"name": tool.name, "arguments": args});
     let result = f.runtime.block_on(f.server.call_tool(&params, &Caller::local()));
+    if unrepresentable {
+        assert!(
+            matches!(&result, Err(e) if e.kind == Kind::InvalidArgs),
+            "{}({params}) accepted an integer it cannot represent",
+            tool.name
+        );
+    }
     if let Err(e) = result {
         assert!(
             !matches!(e.kind, Kind::Internal | Kind::External),

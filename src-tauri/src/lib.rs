@@ -11,6 +11,7 @@ mod convert;
 pub mod dto;
 pub mod hooks;
 pub mod lock;
+mod notefile;
 mod resolver;
 pub mod scan;
 pub mod watcher;

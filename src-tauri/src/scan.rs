@@ -36,7 +36,7 @@ pub struct ScanReport {
     /// Pages dropped because their file is gone.
     pub removed: usize,
     /// Files passed over, with the reason (unreadable, not UTF-8, a note format other than `.md`
-    /// such as `.org`, a name that is not a valid note path).
+    /// such as `.org`, a name that is not a valid note path, a FIFO, socket or device).
     pub skipped: Vec<(String, String)>,
 }
 
@@ -77,7 +77,7 @@ fn unsupported_note_format(ext: &str) -> Option<&'static str> {
 }
 
 /// The vault's note files, and the note-like files passed over, with the reason (`.org`, other
-/// markdown extensions, a `.md` whose name is not a valid note path).
+/// markdown extensions, a `.md` whose name is not a valid note path, a FIFO, socket or device).
 fn list_files(app: &App) -> (Vec<FileFacts>, Vec<(String, String)>) {
     let root = app.vault.root();
     let mut passed_over = Vec::new();
@@ -91,12 +91,13 @@ fn list_files(app: &App) -> (Vec<FileFacts>, Vec<(String, String)>) {
             e.depth() == 0 || !(dot_folder || app.dialect.in_app_folder(&rel.to_string_lossy()))
         })
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_file())
+        // Regular files, and FIFOs, sockets and devices (passed over below, never opened).
+        .filter(|e| !e.file_type().is_dir() && !e.file_type().is_symlink())
         .filter(|e| {
             // A temp file left by a process that died mid-save: this process holds the vault
             // lock, so nobody is writing it any more.
             let name = e.file_name().to_string_lossy();
-            if is_write_temp(&name) {
+            if e.file_type().is_file() && is_write_temp(&name) {
                 if let Err(err) = std::fs::remove_file(e.path()) {
                     tracing::warn!(error = %err, "cannot remove a stale temp file");
                 }
@@ -125,6 +126,12 @@ fn list_files(app: &App) -> (Vec<FileFacts>, Vec<(String, String)>) {
                     return None;
                 }
             };
+            if let Some(kind) = crate::notefile::special_kind(e.file_type()) {
+                let why = format!("{} ({kind})", crate::notefile::NOT_REGULAR);
+                tracing::debug!(note = %path, reason = %why, "passing over a file");
+                passed_over.push((path.as_str().to_owned(), why));
+                return None;
+            }
             let meta = e.metadata().ok()?;
             Some(FileFacts {
                 path,
@@ -143,9 +150,9 @@ enum Read {
 }
 
 fn read_and_prepare(dialect: &Dialect, f: &FileFacts) -> Read {
-    match std::fs::read(&f.abs) {
-        Err(e) => Read::Skipped(format!("unreadable: {}", e.kind())),
-        Ok(bytes) => match String::from_utf8(bytes) {
+    match crate::notefile::read_regular(&f.abs) {
+        Err(e) => Read::Skipped(e.reason()),
+        Ok((bytes, _)) => match String::from_utf8(bytes) {
             Err(_) => Read::Skipped("not valid UTF-8".into()),
             Ok(text) => Read::Ready(Box::new(prepare(dialect, &f.path, &text, f.mtime, f.size))),
         },

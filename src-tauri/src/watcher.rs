@@ -273,9 +273,9 @@ fn is_echo(app: &App, note: &VaultPath) -> bool {
     let Some(ours) = own.get(note.as_str()) else {
         return false;
     };
-    let now = std::fs::read(app.vault().abs(note))
+    let now = crate::notefile::read_regular(&app.vault().abs(note))
         .ok()
-        .map(|b| sha256_hex(&b))
+        .map(|(b, _)| sha256_hex(&b))
         .unwrap_or_default();
     if *ours == now {
         return true;

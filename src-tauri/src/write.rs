@@ -20,6 +20,7 @@ use pkm_core::{ErrorKind, KbError, KbResult, VaultPath, time};
 
 use crate::app::App;
 use crate::convert::{Prepared, prepare};
+use crate::notefile::ReadFailure;
 
 /// The steps of a save at which a failure can be injected (see [`App::set_fault_injector`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,16 +187,17 @@ impl App {
         f: impl FnOnce(&Current) -> KbResult<(Change, T)>,
     ) -> KbResult<(Outcome, T)> {
         let abs = self.vault.abs(path);
-        let current = match std::fs::read(&abs) {
-            Ok(bytes) => Current {
-                mtime: std::fs::metadata(&abs).and_then(|m| m.modified()).ok(),
+        let current = match crate::notefile::read_regular(&abs) {
+            Ok((bytes, meta)) => Current {
+                mtime: meta.modified().ok(),
                 bytes: Some(bytes),
             },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Current {
+            Err(ReadFailure::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Current {
                 bytes: None,
                 mtime: None,
             },
-            Err(e) => return Err(io_error("reading the note", path, &e)),
+            Err(ReadFailure::NotRegular) => return Err(crate::commands::page::not_regular(path)),
+            Err(ReadFailure::Io(e)) => return Err(io_error("reading the note", path, &e)),
         };
         if let Some(exp) = expected
             && current.mtime != Some(exp)
@@ -245,7 +247,8 @@ impl App {
                         self.record_own_save(path, None);
                         // A failure after the rename (the folder fsync) leaves the new text in
                         // place while the store still has the old: put the old one back.
-                        if std::fs::read(&abs).ok() != current.bytes {
+                        if crate::notefile::read_regular(&abs).ok().map(|(b, _)| b) != current.bytes
+                        {
                             self.restore(path, &abs, &current);
                         }
                         let _ = self.store.clear_index_lag(&key);

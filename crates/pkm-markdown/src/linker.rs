@@ -392,6 +392,14 @@ mod tests {
         );
         // Plain markdown: tags are tags, not links.
         assert_eq!(targets(text).len(), 1);
+        // Logseq's literal org blocks hold no links; its admonitions and a `#+BEGIN_SRC` written
+        // as inline code are ordinary text.
+        let text = "- see `#+BEGIN_SRC x` and [[a]]\n- #+BEGIN_TIP\n  [[b]]\n  #+END_TIP\n\t- #+begin_src clojure\n\t  [[c]]\n\t  #+END_SRC\n- [[d]]\n- #+BEGIN_EXAMPLE\n  [[e]]\n";
+        let got: Vec<_> = extract_links_as(text, &logseq)
+            .into_iter()
+            .map(|l| l.target)
+            .collect();
+        assert_eq!(got, vec!["a", "b", "d"]);
         // Obsidian: nothing in a %%comment%% is a link or a tag, across lines; code keeps %%.
         let obsidian = Dialect::of(crate::Flavor::Obsidian);
         let text = "[[a]] %%[[b]] #t\n[[c]]%% [[d]] `%%` [[e]] %% [[f]]";

@@ -60,38 +60,57 @@ pub(crate) fn scan(text: &str, dialect: &Dialect) -> Scan {
     }
 }
 
-/// Logseq's org-mode blocks in markdown (`#+BEGIN_SRC` … `#+END_SRC`, `#+BEGIN_EXAMPLE`, …),
-/// from `from` on: from the `#+BEGIN_` to the end of the line of the next `#+END_` (or the end of
-/// the note). Their text is literal, as in a code block.
+/// Logseq's literal org-mode blocks in markdown (`#+BEGIN_SRC` … `#+END_SRC`, and `EXAMPLE`,
+/// `EXPORT`, `COMMENT`, `QUERY`), from `from` on: from a `#+BEGIN_` that starts a line (after
+/// indentation and a bullet) to the end of the line of its `#+END_` (or the end of the note).
+/// Their text is literal, as in a code block; `TIP`, `NOTE`, `QUOTE` and the other admonitions
+/// hold ordinary text and are left alone.
 fn org_blocks(text: &str, from: usize) -> Vec<Range<usize>> {
+    const LITERAL: [&str; 5] = ["src", "example", "export", "comment", "query"];
     let mut out = Vec::new();
-    let mut i = from;
-    while let Some(open) = text
-        .get(i..)
-        .and_then(|t| find_ci(t, "#+begin_"))
-        .map(|o| o + i)
-    {
-        let end = text
-            .get(open..)
-            .and_then(|t| find_ci(t, "#+end_"))
-            .map(|e| open + e)
-            .map_or(text.len(), |e| {
-                text.get(e..)
-                    .and_then(|t| t.find('\n'))
-                    .map_or(text.len(), |n| e + n)
-            });
-        out.push(open..end);
-        i = end;
+    let mut pos = from;
+    let mut open: Option<(usize, &str)> = None;
+    for line in text.get(from..).unwrap_or_default().split_inclusive('\n') {
+        let start = pos;
+        pos += line.len();
+        let body = line.trim_start_matches([' ', '\t']);
+        let body = body.strip_prefix("- ").unwrap_or(body).trim_start();
+        let (is_begin, word) = match strip_prefix_ci(body, "#+begin_") {
+            Some(w) => (true, w),
+            None => match strip_prefix_ci(body, "#+end_") {
+                Some(w) => (false, w),
+                None => continue,
+            },
+        };
+        let kind = word
+            .split(|c: char| !c.is_ascii_alphabetic())
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        match open {
+            None if is_begin => {
+                if let Some(k) = LITERAL.iter().find(|k| **k == kind) {
+                    open = Some((start + (line.len() - body.len()), k));
+                }
+            }
+            Some((at, k)) if !is_begin && kind == k => {
+                out.push(at..start + line.trim_end_matches(['\n', '\r']).len());
+                open = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some((at, _)) = open {
+        out.push(at..text.len());
     }
     out
 }
 
-/// The first byte offset of ASCII `needle` (lowercase) in `hay`, ignoring ASCII case.
-fn find_ci(hay: &str, needle: &str) -> Option<usize> {
-    let n = needle.as_bytes();
-    hay.as_bytes()
-        .windows(n.len())
-        .position(|w| w.eq_ignore_ascii_case(n))
+/// `s` without the ASCII prefix `p`, matched ignoring ASCII case.
+fn strip_prefix_ci<'a>(s: &'a str, p: &str) -> Option<&'a str> {
+    s.get(..p.len())
+        .filter(|head| head.eq_ignore_ascii_case(p))
+        .and_then(|_| s.get(p.len()..))
 }
 
 /// Obsidian's `%%comments%%` from `from` on, outside `code` (sorted): each `%%` opens a comment

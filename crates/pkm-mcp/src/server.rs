@@ -181,8 +181,15 @@ impl StratumServer {
         })
     }
 
-    pub fn list_tools() -> Value {
-        json!({"tools": TOOLS.iter().map(Self::tool_json).collect::<Vec<_>>()})
+    /// `tools/list`: the tools `caller` may call (every tool over stdio and `--no-auth`; over HTTP,
+    /// those the token's scopes allow, while `tools/call` still refuses the others).
+    pub fn list_tools(caller: &Caller) -> Value {
+        let tools: Vec<Value> = TOOLS
+            .iter()
+            .filter(|t| caller.allows(t.scope))
+            .map(Self::tool_json)
+            .collect();
+        json!({ "tools": tools })
     }
 
     /// `tools/call`: find, authorise, validate, run off the async threads, cap, shape.
@@ -305,7 +312,7 @@ impl StratumServer {
         let out = match method {
             "initialize" => Self::initialize_result(),
             "ping" => json!({}),
-            "tools/list" => Self::list_tools(),
+            "tools/list" => Self::list_tools(caller),
             "tools/call" => self.call_tool(&params, caller).await?,
             "resources/list" => {
                 self.list_resources(

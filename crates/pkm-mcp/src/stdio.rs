@@ -64,7 +64,7 @@ impl ServerHandler for StratumServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        convert(StratumServer::list_tools())
+        convert(StratumServer::list_tools(&Caller::local()))
     }
 
     async fn call_tool(

@@ -7,6 +7,7 @@ use pkm_core::{ErrorKind, KbError, KbResult, VaultPath};
 use crate::app::App;
 use crate::convert::{Prepared, prepare};
 use crate::dto::{self, Empty, LinkDto, NoteDocument, PageList, PageSummary, TagOperationResult};
+use crate::notefile::ReadFailure;
 use crate::write::{Change, Outcome};
 
 fn document(path: &VaultPath, text: String, p: &Prepared, ids: &[Option<String>]) -> NoteDocument {
@@ -31,16 +32,25 @@ fn document(path: &VaultPath, text: String, p: &Prepared, ids: &[Option<String>]
     }
 }
 
+/// The error for a note path naming a FIFO, socket, device or folder: only regular files are notes.
+pub(crate) fn not_regular(path: &VaultPath) -> KbError {
+    KbError::invalid(format!("Not a regular file: {path}"))
+        .with_note(path.as_str())
+        .with_hint("Only regular files are notes; FIFOs, sockets and devices are never read.")
+}
+
 fn read_text(app: &App, path: &VaultPath) -> KbResult<(String, std::fs::Metadata)> {
     let abs = app.vault.abs(path);
-    let bytes = std::fs::read(&abs).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => KbError::not_found(path.as_str()),
-        _ => {
+    let (bytes, meta) = crate::notefile::read_regular(&abs).map_err(|e| match e {
+        ReadFailure::NotRegular => not_regular(path),
+        ReadFailure::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            KbError::not_found(path.as_str())
+        }
+        ReadFailure::Io(e) => {
             tracing::error!(note = %path, error = %e, "cannot read note");
             KbError::external("reading the note").with_note(path.as_str())
         }
     })?;
-    let meta = std::fs::metadata(&abs).map_err(|_| KbError::not_found(path.as_str()))?;
     let text = String::from_utf8(bytes).map_err(|_| {
         KbError::invalid(format!("Note is not valid UTF-8 text: {path}"))
             .with_note(path.as_str())

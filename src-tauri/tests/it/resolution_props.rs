@@ -109,14 +109,16 @@ fn text_of(n: &Note) -> String {
 
 /// The reference resolver: the rules of ADR-0008 for plain markdown, written out directly.
 struct Reference {
-    /// (path, slug lowercased, title lowercased, alias lowercased)
-    pages: Vec<(String, String, String, Option<String>)>,
+    pages: Vec<RefPage>,
 }
+
+/// (path, slug lowercased, title lowercased, alias lowercased)
+type RefPage = (String, String, String, Option<String>);
 
 impl Reference {
     fn resolve(&self, target: &str, from: Option<&str>) -> Option<String> {
         let key = target.to_lowercase();
-        let rules: [&dyn Fn(&(String, String, String, Option<String>)) -> bool; 4] = [
+        let rules: [&dyn Fn(&RefPage) -> bool; 4] = [
             &|p| p.1 == key,
             &|p| p.2 == key,
             &|p| p.3.as_deref() == Some(key.as_str()),

@@ -511,6 +511,105 @@ fn resource_uris_are_percent_encoded_and_read_back_decoded() {
 }
 
 #[test]
+fn integers_out_of_range_for_their_type_are_invalid_args() {
+    let vault = example_vault();
+    let mut s = Server::start(vault.path());
+    for (tool, arg, args) in [
+        (
+            "kb_search",
+            "offset",
+            r#"{"query":"a","offset":18446744073709551616}"#,
+        ),
+        ("kb_search", "offset", r#"{"query":"a","offset":-1}"#),
+        ("kb_search", "limit", r#"{"query":"a","limit":1.5}"#),
+        ("kb_search_by_tag", "offset", r#"{"tag":"a","offset":1e30}"#),
+        ("kb_search_by_tag", "offset", r#"{"tag":"a","offset":3.0}"#),
+        (
+            "kb_list_pages",
+            "limit",
+            r#"{"limit":18446744073709551617}"#,
+        ),
+        ("kb_graph", "depth", r#"{"depth":2.0}"#),
+        ("kb_graph", "depth", r#"{"depth":-99999999999999999999}"#),
+    ] {
+        let r = s.request_raw(
+            "tools/call",
+            &format!(r#"{{"name":"{tool}","arguments":{args}}}"#),
+        );
+        assert_eq!(r["error"]["code"], -32602, "{tool} {args}: {r}");
+        assert_eq!(
+            r["error"]["data"]["kind"], "InvalidArgs",
+            "{tool} {args}: {r}"
+        );
+        let message = r["error"]["message"].as_str().unwrap();
+        assert!(!message.contains('\n'), "{message}");
+        assert!(
+            message.contains(&format!("'{arg}'")),
+            "{tool} {args}: {message}"
+        );
+    }
+    // An integer written as one is still accepted.
+    let r = s.request_raw(
+        "tools/call",
+        r#"{"name":"kb_search","arguments":{"query":"a","offset":1,"limit":5}}"#,
+    );
+    assert!(r["result"]["structuredContent"].is_object(), "{r}");
+}
+
+/// Only regular files are notes: a FIFO named like one is listed by nothing, answered at once with
+/// an error by every read, and reported as skipped by `stratum-mcp index`. (Were it ever opened
+/// blocking, this test would hang.)
+#[cfg(unix)]
+#[test]
+fn a_fifo_named_like_a_note_is_never_opened() {
+    let vault = example_vault();
+    let made = Command::new("mkfifo")
+        .arg(vault.path().join("x.md"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+
+    let out = Command::new(env!("CARGO_BIN_EXE_stratum-mcp"))
+        .args(["index", "--vault"])
+        .arg(vault.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("skipped x.md: not a regular file (a FIFO)"),
+        "{stderr}"
+    );
+
+    let mut s = Server::start(vault.path());
+    let list = s.ok("kb_list_pages", json!({"limit": 1000}));
+    let pages = list["pages"].as_array().unwrap().clone();
+    assert!(!pages.is_empty());
+    assert!(pages.iter().all(|p| p["path"] != "x.md"), "{list}");
+
+    for (tool, args) in [
+        ("kb_get_page", json!({"path": "x.md"})),
+        ("kb_write_page", json!({"path": "x.md", "content": "# x\n"})),
+        ("kb_add_tag", json!({"path": "x.md", "tag": "t"})),
+        ("kb_remove_tag", json!({"path": "x.md", "tag": "t"})),
+    ] {
+        let e = s.err(tool, args);
+        assert_eq!(e["code"], -32602, "{tool}: {e}");
+        let message = e["message"].as_str().unwrap().to_lowercase();
+        assert!(message.contains("not a regular file"), "{tool}: {e}");
+    }
+    let r = s.request("resources/read", json!({"uri": "note://x.md"}));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    // The server still answers, and the FIFO is still there, untouched.
+    s.ok("kb_get_page", json!({"path": pages[0]["path"]}));
+    let ft = std::fs::symlink_metadata(vault.path().join("x.md"))
+        .unwrap()
+        .file_type();
+    assert!(!ft.is_file());
+}
+
+#[test]
 fn bad_command_lines_exit_2_with_one_line() {
     let run = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_stratum-mcp"))

@@ -151,3 +151,48 @@ async fn a_denied_entry_makes_a_batch_403_and_the_rest_still_run() {
     assert_eq!(r.json[1]["error"]["code"], -32005);
     assert_eq!(snapshot(&s.vault), before);
 }
+
+/// The names `tools/list` shows `token`.
+async fn listed(s: &TestServer, token: &str) -> Vec<String> {
+    let session = s.initialize(Some(token)).await;
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let r = s.post(&list, Some(token), Some(&session)).await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    r.json["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn tools_list_shows_a_token_only_the_tools_its_scopes_allow() {
+    let s = TestServer::start(&example_vault()).await;
+    let reader = s.token_with("list-reader", &[Scope::Read]);
+    let expected: Vec<&str> = TOOLS
+        .iter()
+        .filter(|t| t.scope == Scope::Read)
+        .map(|t| t.name)
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(listed(&s, &reader).await, expected);
+
+    // What is not listed is still refused.
+    let session = s.initialize(Some(&reader)).await;
+    let write = TOOLS.iter().find(|t| t.scope == Scope::Write).unwrap();
+    let r = s
+        .call(&reader, &session, write.name, minimal_args(write))
+        .await;
+    assert_eq!(
+        (r.status, r.error_code()),
+        (403, Some(-32005)),
+        "{}",
+        r.json
+    );
+
+    let full = s.token_with("list-full", &Scope::ALL);
+    let all: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
+    assert_eq!(all.len(), 15);
+    assert_eq!(listed(&s, &full).await, all);
+}

@@ -95,6 +95,20 @@ impl Server {
         self.response(&id)
     }
 
+    /// Sends a request whose `params` are the raw JSON text `params` (numbers serde_json would not
+    /// write back as given, such as `18446744073709551616`) and returns the whole response object.
+    pub fn request_raw(&mut self, method: &str, params: &str) -> Value {
+        self.next_id += 1;
+        let id = json!(self.next_id);
+        writeln!(
+            self.stdin,
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#
+        )
+        .unwrap();
+        self.stdin.flush().unwrap();
+        self.response(&id)
+    }
+
     /// Calls a tool, retrying while the vault is still warming up (VaultLocked).
     pub fn call(&mut self, tool: &str, args: Value) -> Value {
         for _ in 0..100 {
