@@ -51,7 +51,14 @@ pub fn extract_links_as(text: &str, dialect: &Dialect) -> Vec<Link> {
     }
     let s = scan::scan(text, dialect);
     let allowed = scan::gaps(&s.code, text.len());
-    let wikis = scan::wikilinks(text, &allowed);
+    // A wiki link may hold a code span (`[[T|`x`]]`), but none starts inside code.
+    let wikis: Vec<scan::Wiki> = scan::wikilinks(text, &scan::gaps(&s.blocks, text.len()))
+        .into_iter()
+        .filter(|w| {
+            let i = s.code.partition_point(|c| c.end <= w.range.start);
+            s.code.get(i).is_none_or(|c| c.start > w.range.start)
+        })
+        .collect();
     let wiki_ranges = scan::merge(wikis.iter().map(|w| w.range.clone()).collect());
     let mut out = block_refs(text, &allowed);
     if tags_are_links {
@@ -293,6 +300,14 @@ mod tests {
             ("Page", Some("alias"))
         );
         assert!(extract_links("[[#Only heading]] [[ ]] [[|x]]").is_empty());
+        // An alias may hold a code span; a link inside one is no link.
+        let l = &extract_links("see [[Functions#has|`has`]] and `[[Not]]`")[..];
+        assert_eq!(
+            l.iter()
+                .map(|l| (l.target.as_str(), l.alias.as_deref()))
+                .collect::<Vec<_>>(),
+            vec![("Functions", Some("`has`"))]
+        );
     }
 
     #[test]

@@ -24,8 +24,12 @@ pub(crate) struct MdLink {
 pub(crate) struct Scan {
     /// Frontmatter end (0 without frontmatter).
     pub body_start: usize,
-    /// Code spans, code blocks and HTML, sorted and merged.
+    /// Code spans, code blocks and HTML (and the dialect's comments and literal blocks), sorted
+    /// and merged.
     pub code: Vec<Range<usize>>,
+    /// `code` without the inline code spans: where no wiki link can be (a wiki link's alias may
+    /// hold a code span, `[[T|`x`]]`).
+    pub blocks: Vec<Range<usize>>,
     /// Links and images in document order.
     pub links: Vec<MdLink>,
 }
@@ -33,17 +37,24 @@ pub(crate) struct Scan {
 pub(crate) fn scan(text: &str, dialect: &Dialect) -> Scan {
     let body_start = frontmatter::locate(text).map_or(0, |s| s.body_start);
     let body = text.get(body_start..).unwrap_or_default();
-    let mut code = Vec::new();
+    let mut blocks = Vec::new();
+    let mut spans = Vec::new();
     let mut links: Vec<MdLink> = Vec::new();
     let shift = |r: Range<usize>| r.start + body_start..r.end + body_start;
-    scan_markdown(text, body, &shift, true, &mut code, &mut links);
+    let found = Found {
+        blocks: &mut blocks,
+        spans: &mut spans,
+        links: &mut links,
+    };
+    scan_markdown(text, body, &shift, true, found);
     if dialect.org_blocks() {
-        code.extend(org_blocks(text, body_start));
+        blocks.extend(org_blocks(text, body_start));
     }
-    let mut code = merge(code);
+    let mut code = merge(blocks.iter().chain(&spans).cloned().collect());
     if dialect.percent_comments() {
         let comments = percent_comments(text, body_start, &code);
         if !comments.is_empty() {
+            blocks.extend(comments.iter().cloned());
             code.extend(comments);
             code = merge(code);
             // A link inside a comment is no link.
@@ -56,8 +67,18 @@ pub(crate) fn scan(text: &str, dialect: &Dialect) -> Scan {
     Scan {
         body_start,
         code,
+        blocks: merge(blocks),
         links,
     }
+}
+
+/// Where [`scan_markdown`] puts what it finds.
+struct Found<'a> {
+    /// Code blocks and HTML.
+    blocks: &'a mut Vec<Range<usize>>,
+    /// Inline code spans.
+    spans: &'a mut Vec<Range<usize>>,
+    links: &'a mut Vec<MdLink>,
 }
 
 /// Logseq's literal org-mode blocks in markdown (`#+BEGIN_SRC` … `#+END_SRC`, and `EXAMPLE`,
@@ -132,7 +153,7 @@ fn percent_comments(text: &str, from: usize, code: &[Range<usize>]) -> Vec<Range
     out
 }
 
-/// Adds what pulldown-cmark finds in `md` to `code` and `links`, each range mapped to the note by
+/// Adds what pulldown-cmark finds in `md` to `found`, each range mapped to the note by
 /// `to_note`. An indented code block that is a Logseq outline ([`outline::in_code`]) is scanned
 /// again, dedented, as the list it is (`outlines` is false in that inner scan).
 fn scan_markdown(
@@ -140,9 +161,13 @@ fn scan_markdown(
     md: &str,
     to_note: &dyn Fn(Range<usize>) -> Range<usize>,
     outlines: bool,
-    code: &mut Vec<Range<usize>>,
-    links: &mut Vec<MdLink>,
+    found: Found<'_>,
 ) {
+    let Found {
+        blocks: code,
+        spans,
+        links,
+    } = found;
     let mut open_link: Option<usize> = None;
     for (event, range) in Parser::new_ext(md, Options::ENABLE_TABLES).into_offset_iter() {
         match event {
@@ -150,7 +175,7 @@ fn scan_markdown(
                 if let Some(l) = open_link.and_then(|i| links.get_mut(i)) {
                     l.text.push_str(&c);
                 }
-                code.push(to_note(range));
+                spans.push(to_note(range));
             }
             Event::Start(Tag::CodeBlock(CodeBlockKind::Indented)) if outlines => {
                 let block = to_note(range);
@@ -160,7 +185,12 @@ fn scan_markdown(
                             code.push(o.end..block.end);
                         }
                         let inner = |r: Range<usize>| o.range_to_note(r);
-                        scan_markdown(text, &o.text, &inner, false, code, links);
+                        let found = Found {
+                            blocks: code,
+                            spans,
+                            links,
+                        };
+                        scan_markdown(text, &o.text, &inner, false, found);
                     }
                     None => code.push(block),
                 }
