@@ -321,13 +321,16 @@ async def test_resources_list_and_read(connect) -> None:
         assert uris, "resources/list returned nothing"
         assert all(uri.startswith("note://") for uri in uris), uris
         assert "note://projects/Stratum.md" in uris
-        assert "note://people/Ada Lovelace.md" in uris
+        # RFC 3986: a space in a path segment is percent-encoded, and the URI reads back.
+        assert "note://people/Ada%20Lovelace.md" in uris
 
         read = await client.read_resource("note://projects/Stratum.md")
         assert len(read.contents) == 1
         contents = read.contents[0]
         assert contents.uri == "note://projects/Stratum.md"
         assert contents.text == note_text(vault, "projects/Stratum.md")
+        ada = await client.read_resource("note://people/Ada%20Lovelace.md")
+        assert ada.contents[0].text == note_text(vault, "people/Ada Lovelace.md")
 
 
 # --- every tool -------------------------------------------------------------------------

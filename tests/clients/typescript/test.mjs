@@ -258,12 +258,15 @@ for (const kind of ['stdio', 'http']) {
         assert.ok(uris.length > 0, 'resources/list returned nothing');
         for (const uri of uris) assert.ok(uri.startsWith('note://'), uri);
         assert.ok(uris.includes('note://projects/Stratum.md'));
-        assert.ok(uris.includes('note://people/Ada Lovelace.md'));
+        // RFC 3986: a space in a path segment is percent-encoded, and the URI reads back.
+        assert.ok(uris.includes('note://people/Ada%20Lovelace.md'));
 
         const read = await client.readResource({ uri: 'note://projects/Stratum.md' });
         assert.equal(read.contents.length, 1);
         assert.equal(read.contents[0].uri, 'note://projects/Stratum.md');
         assert.equal(read.contents[0].text, noteText('projects/Stratum.md'));
+        const ada = await client.readResource({ uri: 'note://people/Ada%20Lovelace.md' });
+        assert.equal(ada.contents[0].text, noteText('people/Ada Lovelace.md'));
       }));
 
     describe('every tool', () => {
