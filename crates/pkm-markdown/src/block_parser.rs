@@ -208,7 +208,11 @@ pub fn parse_page_as(text: &str, name: &str, dialect: &Dialect) -> ParsedPage {
     }
     dedup_ci(&mut page_tags);
     let mut all_tags = page_tags.clone();
-    all_tags.extend(tags::extract_inline_tags(text).into_iter().map(|(t, _)| t));
+    all_tags.extend(
+        tags::extract_inline_tags_as(text, dialect)
+            .into_iter()
+            .map(|(t, _)| t),
+    );
     dedup_ci(&mut all_tags);
     page.page_tags = page_tags;
     page.tags = all_tags;

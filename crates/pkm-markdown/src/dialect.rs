@@ -466,6 +466,16 @@ mod tests {
     }
 
     #[test]
+    fn a_pages_tags_follow_the_dialect() {
+        let text = "- a %% #hidden %% #shown\n";
+        let obsidian = Dialect::of(Flavor::Obsidian);
+        let page = crate::block_parser::parse_page_as(text, "n", &obsidian);
+        assert_eq!(page.tags, vec!["shown"]);
+        let page = crate::block_parser::parse_page_as(text, "n", &Dialect::default());
+        assert_eq!(page.tags, vec!["hidden", "shown"]);
+    }
+
+    #[test]
     fn dates_are_checked() {
         assert_eq!(Date::parse("2026_13_01", "yyyy_MM_dd"), None);
         assert_eq!(Date::parse("2026_1_01", "yyyy_MM_dd"), None);
