@@ -1,6 +1,7 @@
 //! Frontmatter and tag edits: hostile YAML is refused, never a hang or a crash (libFuzzer's
 //! timeout and RSS limit catch both); adding a tag keeps every other frontmatter key and every
-//! body byte; removing it leaves no occurrence behind.
+//! body byte (a Logseq page's `tags::` line gets it without any other change); removing it leaves
+//! no occurrence behind.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -26,6 +27,19 @@ fn body(text: &str) -> &str {
     text.get(start..).unwrap_or_default()
 }
 
+/// Whether `out` is `text` with one run of bytes inserted somewhere.
+fn one_insertion(text: &str, out: &str) -> bool {
+    let (t, o) = (text.as_bytes(), out.as_bytes());
+    let prefix = t.iter().zip(o).take_while(|(a, b)| a == b).count();
+    let suffix = t[prefix..]
+        .iter()
+        .rev()
+        .zip(o[prefix..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    o.len() > t.len() && prefix + suffix == t.len()
+}
+
 fn frontmatter_tags(text: &str) -> Vec<String> {
     match frontmatter::parse(text) {
         Ok(Some(v)) => match v.get("tags") {
@@ -49,10 +63,14 @@ fuzz_target!(|data: &[u8]| {
         assert!(page.tags.iter().any(|t| t.eq_ignore_ascii_case(TAG)), "{text:?} -> {out:?}");
         if locate(text).is_some() {
             assert_eq!(body(text), body(&out), "body changed: {text:?} -> {out:?}");
-        } else {
+        } else if locate(&out).is_some() {
             // A byte-order mark stays first, before the new frontmatter.
             let unmarked = text.strip_prefix('\u{feff}').unwrap_or(text);
             assert!(out.ends_with(unmarked), "body changed: {text:?} -> {out:?}");
+        } else {
+            // A Logseq page keeps its form: the tag went into its `tags::` property, one
+            // insertion and nothing else changed.
+            assert!(one_insertion(text, &out), "more than the tags:: line changed: {text:?} -> {out:?}");
         }
         if matches!(before, Ok(Some(_))) {
             assert_eq!(other_keys(text), other_keys(&out), "{text:?} -> {out:?}");
