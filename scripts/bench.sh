@@ -76,6 +76,18 @@ if (( SMOKE )); then
   exit 0
 fi
 
+# Search relevance (issue #14): the judged sets, scored through kb_search on each binary.
+PY="$ROOT/tests/clients/python/.venv/bin/python"
+[[ -x "$PY" ]] || { echo "bench: relevance needs the client venv: run scripts/client-tests.sh once" >&2; exit 2; }
+for who in ${BASELINE:+baseline} new; do
+  bin="$BIN"; [[ "$who" == baseline ]] && bin="$BASELINE"
+  "$PY" scripts/bench/relevance/score.py --bin "$bin" --vault examples/vault \
+    --set scripts/bench/relevance/examples.json --label "examples/vault" --json "$OUT/relevance-examples-$who.json" >/dev/null
+  "$PY" scripts/bench/relevance/score.py --bin "$bin" --generate 1000 --seed "$SEED" \
+    --label "generated 1,000 notes + planted" --json "$OUT/relevance-generated-$who.json" >/dev/null
+done
+export BENCH_RELEVANCE="$(ls "$OUT"/relevance-*-new.json "$OUT"/relevance-*-baseline.json 2>/dev/null | tr '\n' ' ')"
+
 python3 - "$ROOT/docs/benchmarks.md" "$SEED" "${results[@]}" <<'PY'
 import json, os, platform, subprocess, sys, datetime
 out, seed, files = sys.argv[1], sys.argv[2], sys.argv[3:]
@@ -114,6 +126,7 @@ def burst(r):
 rows = [
     ("Notes (total size)", lambda r: f"{r['notes']} ({r['bytes'] / 1e6:.0f} MB)"),
     ("Cold index, s", lambda r: f"{r['cold_index_s']:.2f}"),
+    ("Search index on disk after a cold index, MB", lambda r: f"{r['index_mb']:.1f}"),
     ("Warm start to first kb_search, ms", lambda r: f"{r['warm_start_ms']:.0f}"),
     ("kb_search p50 / p95 / p99, ms", lambda r: lat(r, "search")),
     ("kb_get_page p50 / p95 / p99, ms", lambda r: lat(r, "get_page")),
@@ -179,7 +192,7 @@ targets = [
 ]
 lines += [
     "",
-    "## Targets (issues #8 and #12, 2 cores)",
+    "## Targets (issues #8, #12 and #14, 2 cores)",
     "",
     "| Target | Issue | Where | Status in this run |",
     "|---|---|---|---|",
@@ -195,6 +208,38 @@ for name, issue, where, value, ok, fmt in targets:
         status = ("met" if all(ok(v) for v in vs) else "missed") + f" ({shown})"
     where_s = "all" if where is None else size(where)
     lines.append(f"| {name} | #{issue} | {where_s} | {status} |")
+# Issue #14: the ranking work may cost at most +15 % cold index and +30 % index size against the
+# baseline measured in the same run, and the judged sets must score top-3 >= 95 %, MRR >= 0.85.
+for r in rs:
+    if r.get("baseline"):
+        continue
+    before = [b for b in rs if b.get("baseline") and b["notes"] == r["notes"]]
+    if not before or "index_mb" not in before[0]:
+        continue
+    b = before[0]
+    for name, key, bound in (("Cold index ≤ +15 % of the baseline", "cold_index_s", 1.15),
+                             ("Search index size ≤ +30 % of the baseline", "index_mb", 1.30)):
+        ratio = r[key] / b[key]
+        status = ("met" if ratio <= bound else "missed") + f" ({b[key]:.2f} → {r[key]:.2f}, {ratio - 1:+.0%})"
+        lines.append(f"| {name} | #14 | {size(r['notes'])} | {status} |")
+rel = [dict(json.load(open(f)), path=f) for f in os.environ.get("BENCH_RELEVANCE", "").split()]
+for d in rel:
+    if d["path"].endswith("-new.json"):
+        m = d["summary"]
+        ok = m["top3"] >= 0.95 and m["mrr"] >= 0.85
+        lines.append(f"| Judged set top-3 ≥ 95 %, MRR ≥ 0.85 | #14 | {d['label']} | "
+                     f"{'met' if ok else 'missed'} ({m['top3']:.1%}, {m['mrr']:.3f}) |")
+if rel:
+    lines += ["", "## Search relevance (issue #14)", "",
+              "`scripts/bench/relevance/score.py`: each judged query through kb_search (limit 10), "
+              "scored on the distinct notes in rank order.", "",
+              "| Judged set | Binary | Queries | top-1 | top-3 | MRR | no results |",
+              "|---|---|---:|---:|---:|---:|---:|"]
+    for d in sorted(rel, key=lambda d: (d["label"], d["path"].endswith("-new.json"))):
+        m = d["summary"]
+        who = "this build" if d["path"].endswith("-new.json") else "baseline"
+        lines.append(f"| {d['label']} | {who} | {m['queries']} | {m['top1']:.1%} | {m['top3']:.1%} | "
+                     f"{m['mrr']:.3f} | {m['no_results']} |")
 # The reading of the numbers (targets, misses, profiles) is kept by hand next to this script.
 analysis = os.path.join(os.path.dirname(out), "..", "scripts", "bench", "analysis.md")
 if os.path.exists(analysis):

@@ -1,11 +1,11 @@
 //! The search-query adapter: any text, with any limit and offset, gives an answer (never an
-//! error or a panic) over a small index; every hit matches, in order, within the limit.
+//! error or a panic) over a small index; hits come in order, within the limit, one per note.
 #![no_main]
 
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use pkm_index::{BlockDoc, IndexEngine};
+use pkm_index::{BlockDoc, IndexEngine, NoteDoc, SearchLanguage};
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -24,17 +24,29 @@ fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
         let dir = tempfile::tempdir().expect("temp dir");
-        let engine = IndexEngine::open(dir.path()).expect("index");
+        let engine = IndexEngine::open(dir.path(), SearchLanguage::ENGLISH).expect("index");
+        let mut notes: Vec<(String, NoteDoc)> = Vec::new();
         for (i, (title, content, tags)) in NOTES.iter().enumerate() {
             let path = format!("{}.md", title.to_lowercase());
-            let doc = BlockDoc {
+            let block = BlockDoc {
                 block_id: format!("00000000-0000-4000-8000-{i:012}"),
-                page_path: path.clone(),
-                title: (*title).to_owned(),
                 content: (*content).to_owned(),
                 tags: tags.iter().map(|t| (*t).to_owned()).collect(),
             };
-            engine.replace_page(&path, &[doc]).expect("index a note");
+            match notes.iter_mut().find(|(p, _)| *p == path) {
+                Some((_, note)) => note.blocks.push(block),
+                None => notes.push((
+                    path,
+                    NoteDoc {
+                        title: (*title).to_owned(),
+                        aliases: vec![format!("{title} alias")],
+                        blocks: vec![block],
+                    },
+                )),
+            }
+        }
+        for (path, note) in &notes {
+            engine.replace_page(path, note).expect("index a note");
         }
         engine.commit().expect("commit");
         Fixture { _dir: dir, engine }
@@ -55,6 +67,10 @@ fuzz_target!(|data: &[u8]| {
     for pair in page.hits.windows(2) {
         assert!(pair[0].score >= pair[1].score, "hits out of order for {text:?}");
     }
+    let mut notes: Vec<&str> = page.hits.iter().map(|h| h.page_path.as_str()).collect();
+    notes.sort_unstable();
+    notes.dedup();
+    assert_eq!(notes.len(), page.hits.len(), "a note twice in the hits for {text:?}");
     engine.search_by_tag(text, limit, offset).expect("tag search answers any text");
     engine.search_phrase(text, limit).expect("phrase search answers any text");
 });

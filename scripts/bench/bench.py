@@ -195,6 +195,11 @@ def timed(fn):
     return time.perf_counter() - t0
 
 
+def dir_bytes(path):
+    """Bytes of the files under path (the search index after a cold index)."""
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
+
+
 def run_index(binary, vault):
     t0 = time.perf_counter()
     subprocess.run([binary, "index", "--vault", vault], check=True,
@@ -607,7 +612,8 @@ def main():
 
     shutil.rmtree(os.path.join(a.vault, ".pkm"), ignore_errors=True)
     res["cold_index_s"] = round(run_index(a.bin, a.vault), 3)
-    log(f"cold index {res['cold_index_s']} s ({len(paths)} notes)")
+    res["index_mb"] = round(dir_bytes(os.path.join(a.vault, ".pkm", "search")) / 1e6, 2)
+    log(f"cold index {res['cold_index_s']} s ({len(paths)} notes), search index {res['index_mb']} MB")
     bench_stdio(a, res, paths, queries)
     bench_incremental(a, res, paths)
     bench_http(a, res, queries)

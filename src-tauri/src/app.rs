@@ -8,7 +8,7 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex, RwLock};
 use pkm_block::BlockStore;
 use pkm_core::{KbError, KbResult, Vault};
-use pkm_index::{IndexEngine, IndexingGuard};
+use pkm_index::{IndexEngine, IndexingGuard, SearchLanguage};
 use pkm_markdown::{Dialect, Flavor};
 
 use crate::hooks::SaveHooks;
@@ -99,11 +99,12 @@ impl App {
             tracing::error!(error = %e, "cannot open the block store");
             KbError::from(e)
         })?;
-        let index = match IndexEngine::open(&vault.search_dir()) {
+        let language = search_language(&vault)?;
+        let index = match IndexEngine::open(&vault.search_dir(), language) {
             Ok(index) => index,
             Err(e) => {
                 tracing::warn!(error = %e, "search index unusable; recreating it");
-                let index = IndexEngine::recreate(&vault.search_dir()).map_err(|e| {
+                let index = IndexEngine::recreate(&vault.search_dir(), language).map_err(|e| {
                     tracing::error!(error = %e, "cannot create the search index");
                     KbError::from(e)
                 })?;
@@ -260,6 +261,40 @@ impl App {
 /// The app a vault is kept with, from its own configuration (ADR-0008): a Logseq graph has
 /// `logseq/config.edn` (read for its file-name and journal settings), an Obsidian vault a
 /// `.obsidian/` folder; Logseq wins when both are there, since its files' names follow its rules.
+/// The vault's search language: `search_language` in `.pkm/config.json` (a stemmer's name such
+/// as `german`, or `none`), English when the file or the key is missing. A value that names no
+/// stemmer, or a file that is not a JSON object, is an error: searching with the wrong stemmer
+/// would be silently worse.
+pub fn search_language(vault: &Vault) -> KbResult<SearchLanguage> {
+    let path = vault.config_path();
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(SearchLanguage::default()),
+        Err(e) => {
+            return Err(KbError::invalid(format!(
+                "cannot read .pkm/config.json: {e}"
+            )));
+        }
+    };
+    let config: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| KbError::invalid(format!(".pkm/config.json is not valid JSON: {e}")))?;
+    let Some(config) = config.as_object() else {
+        return Err(KbError::invalid(".pkm/config.json must hold a JSON object"));
+    };
+    match config.get("search_language") {
+        None | Some(serde_json::Value::Null) => Ok(SearchLanguage::default()),
+        Some(serde_json::Value::String(name)) => SearchLanguage::from_name(name).ok_or_else(|| {
+            KbError::invalid(format!(
+                ".pkm/config.json: search_language {name:?} is not one of {}",
+                SearchLanguage::names().collect::<Vec<_>>().join(", ")
+            ))
+        }),
+        Some(other) => Err(KbError::invalid(format!(
+            ".pkm/config.json: search_language must be a string, not {other}"
+        ))),
+    }
+}
+
 pub fn detect_dialect(root: &std::path::Path) -> Dialect {
     let config = root.join("logseq").join("config.edn");
     if config.is_file() {

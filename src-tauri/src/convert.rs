@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use pkm_block::{NewBlock, NewLink, PageRecord};
 use pkm_core::{VaultPath, time};
-use pkm_index::BlockDoc;
+use pkm_index::{BlockDoc, NoteDoc};
 use pkm_markdown::Dialect;
 use pkm_markdown::block_parser::{self, Block, ParsedPage};
 use pkm_markdown::linker::{self, LinkKind};
@@ -197,11 +197,12 @@ pub(crate) fn prepare(
 }
 
 impl Prepared {
-    /// One search document per block, carrying its own inline tags; the first block also carries
-    /// the page-level tags, so tag search finds a tagged page once (at its first block) and
-    /// every other block only for a tag written in it.
-    pub(crate) fn index_docs(&self, ids: &[String]) -> Vec<BlockDoc> {
-        self.blocks
+    /// The note for the index: its names, and one search document per block, carrying its own
+    /// inline tags; the first block also carries the page-level tags, so tag search finds a
+    /// tagged page once (at its first block) and every other block only for a tag written in it.
+    pub(crate) fn index_doc(&self, ids: &[String]) -> NoteDoc {
+        let blocks = self
+            .blocks
             .iter()
             .zip(ids)
             .enumerate()
@@ -214,13 +215,16 @@ impl Prepared {
                 tags.extend(b.tags.iter().cloned());
                 BlockDoc {
                     block_id: id.clone(),
-                    page_path: self.record.path.as_str().to_owned(),
-                    title: self.record.title.clone(),
                     content: b.content.clone(),
                     tags,
                 }
             })
-            .collect()
+            .collect();
+        NoteDoc {
+            title: self.record.title.clone(),
+            aliases: self.record.aliases.clone(),
+            blocks,
+        }
     }
 
     /// Whether the note names blocks (`id::`) or refers to them (`((uuid))`): the resolver's

@@ -149,11 +149,11 @@ impl App {
     ) -> KbResult<()> {
         for (p, ids) in pages.iter().zip(ids) {
             let path = p.record.path.as_str();
-            let docs = p.index_docs(ids);
+            let note = p.index_doc(ids);
             if indexed(path) {
-                self.index.replace_page(path, &docs)
+                self.index.replace_page(path, &note)
             } else {
-                self.index.add_page(path, &docs)
+                self.index.add_page(path, &note)
             }
             .map_err(KbError::from)?;
         }

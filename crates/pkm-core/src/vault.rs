@@ -70,6 +70,10 @@ impl Vault {
     pub fn search_dir(&self) -> PathBuf {
         self.pkm_dir().join("search")
     }
+    /// The vault's settings for the server (`.pkm/config.json`), optional.
+    pub fn config_path(&self) -> PathBuf {
+        self.pkm_dir().join("config.json")
+    }
     pub fn tokens_path(&self) -> PathBuf {
         self.pkm_dir().join("mcp-tokens.json")
     }

@@ -4,14 +4,14 @@
 //! visible only at [`IndexEngine::commit`], which also reloads the reader, so the next search sees
 //! every prior write (read-your-writes). Searches never take the writer's mutex.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fs;
 use std::io::ErrorKind as IoErrorKind;
 use std::path::Path;
 
 use parking_lot::Mutex;
 use tantivy::collector::sort_key::{SortBySimilarityScore, SortByStaticFastValue, SortByString};
-use tantivy::collector::{Count, TopDocs};
+use tantivy::collector::{Collector, Count, SegmentCollector, TopDocs};
 use tantivy::indexer::{IndexWriterOptions, UserOperation};
 use tantivy::query::{Query, TermQuery};
 use tantivy::schema::{
@@ -26,8 +26,11 @@ use tantivy::{
 };
 
 use crate::error::IndexError;
-use crate::query::{Clause, clauses, field_query, search_query};
-use crate::tokenizer::{ANALYZER_NAME, analyze, analyzer};
+use crate::query::{
+    Clause, MATCHINGS, NOTE_KIND, SearchFields, block_query, clauses, exact_key, field_query,
+    note_query, words_in_content,
+};
+use crate::tokenizer::{ANALYZER_NAME, SearchLanguage, analyze, analyzer};
 
 /// Search pagination never reaches past this many matches (contract §11,
 /// `MCP_TOKEN_MAX_SCORE_MATCHES`): `total` is capped here and `offset + limit` is clipped to it.
@@ -36,9 +39,9 @@ pub const MAX_SCORE_MATCHES: usize = 5000;
 /// Version of everything that decides what the index holds: the schema *and* the analyzer. Bump it
 /// whenever either changes, so that an index built by an older binary is reported as
 /// [`IndexError::SchemaMismatch`] and rebuilt, instead of silently answering with stale tokens.
-pub const SCHEMA_VERSION: &str = "pkm-index/3";
+pub const SCHEMA_VERSION: &str = "pkm-index/4";
 
-/// File in the index directory holding [`SCHEMA_VERSION`]. Tantivy's garbage collector only
+/// File in the index directory holding [`SCHEMA_VERSION`] and the search language. Tantivy's garbage collector only
 /// deletes files it created itself, so it leaves this one alone.
 const VERSION_FILE: &str = "pkm-schema-version";
 
@@ -49,15 +52,20 @@ const WRITER_MEMORY_BYTES: usize = 30_000_000;
 /// Approximate length of a snippet, in bytes of the block's text.
 const SNIPPET_MAX_BYTES: usize = 160;
 
+/// One note, as the command layer hands it to the index.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NoteDoc {
+    /// The note's title; with its aliases and its file name, the names that rank it first.
+    pub title: String,
+    pub aliases: Vec<String>,
+    /// Its blocks in page order. A note without blocks is not searchable (a hit points at a block).
+    pub blocks: Vec<BlockDoc>,
+}
+
 /// One block, as the command layer hands it to the index.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct BlockDoc {
     pub block_id: String,
-    /// Vault-relative path of the block's page. [`IndexEngine::replace_page`] indexes its own
-    /// `page_path` argument instead, so a later replace or delete always finds the doc.
-    pub page_path: String,
-    /// The page's title, searched with a lower weight than the content.
-    pub title: String,
     pub content: String,
     /// The tags tag search finds this block by, matched case-insensitively, a leading `#`
     /// ignored: the block's own inline tags and, on the first block of a page only, the page's
@@ -89,25 +97,25 @@ pub struct SearchPage {
     pub total: usize,
 }
 
-/// The fields of the schema.
+/// The fields of the schema (see [`SearchFields`] for the two kinds of document).
 #[derive(Debug, Clone, Copy)]
 struct Fields {
     block_id: Field,
-    page_path: Field,
-    title: Field,
-    content: Field,
+    search: SearchFields,
     tags: Field,
-    /// The block's index within its page, for stable page order.
+    /// The block's index within its page, for stable page order; the note document's is
+    /// `u64::MAX`.
     position: Field,
 }
 
 const BLOCK_ID: &str = "block_id";
 const PAGE_PATH: &str = "page_path";
 const POSITION: &str = "position";
+const CONTENT: &str = "content";
 
 fn build_schema() -> Schema {
     let mut builder = Schema::builder();
-    let text = TextOptions::default().set_stored().set_indexing_options(
+    let text = TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
             .set_tokenizer(ANALYZER_NAME)
             .set_index_option(IndexRecordOption::WithFreqsAndPositions),
@@ -118,10 +126,23 @@ fn build_schema() -> Schema {
     // quarter of the indexing thread's time (FST building).
     builder.add_text_field(BLOCK_ID, STORED | FAST);
     builder.add_text_field(PAGE_PATH, STRING | STORED | FAST);
-    builder.add_text_field("title", text.clone());
-    builder.add_text_field("content", text);
+    builder.add_text_field("kind", STRING);
+    builder.add_text_field(CONTENT, text.clone().set_stored());
     builder.add_text_field("tags", STRING);
     builder.add_u64_field(POSITION, FAST);
+    // The note document: names with positions (phrases in titles), the whole text without them
+    // (a note matches when its words are spread over blocks; phrases are checked per block), so
+    // the note documents add term frequencies, not a second copy of every position.
+    builder.add_text_field("name", text);
+    builder.add_text_field("name_exact", STRING);
+    builder.add_text_field(
+        "body",
+        TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(ANALYZER_NAME)
+                .set_index_option(IndexRecordOption::WithFreqs),
+        ),
+    );
     builder.build()
 }
 
@@ -134,19 +155,29 @@ impl Fields {
         };
         Ok(Fields {
             block_id: field(BLOCK_ID)?,
-            page_path: field(PAGE_PATH)?,
-            title: field("title")?,
-            content: field("content")?,
+            search: SearchFields {
+                content: field(CONTENT)?,
+                name: field("name")?,
+                name_exact: field("name_exact")?,
+                body: field("body")?,
+                page_path: field(PAGE_PATH)?,
+                kind: field("kind")?,
+            },
             tags: field("tags")?,
             position: field(POSITION)?,
         })
     }
 }
 
-fn tokenizers() -> TokenizerManager {
+fn tokenizers(language: SearchLanguage) -> TokenizerManager {
     let manager = TokenizerManager::default();
-    manager.register(ANALYZER_NAME, analyzer());
+    manager.register(ANALYZER_NAME, analyzer(language));
     manager
+}
+
+/// What [`VERSION_FILE`] holds for an index of `language`.
+fn version_line(language: SearchLanguage) -> String {
+    format!("{SCHEMA_VERSION} {}", language.name())
 }
 
 /// Normalizes a tag for indexing and lookup: trimmed, leading `#`s removed, lowercased.
@@ -163,6 +194,7 @@ pub struct IndexEngine {
     reader: IndexReader,
     fields: Fields,
     analyzer: TextAnalyzer,
+    language: SearchLanguage,
 }
 
 impl std::fmt::Debug for IndexEngine {
@@ -174,21 +206,22 @@ impl std::fmt::Debug for IndexEngine {
 }
 
 impl IndexEngine {
-    /// Opens the index in `dir` (normally `<vault>/.pkm/search`), creating it when `dir` is
-    /// missing or empty. An index built with another [`SCHEMA_VERSION`] or schema gives
+    /// Opens the index in `dir` (normally `<vault>/.pkm/search`) whose words are stemmed in
+    /// `language`, creating it when `dir` is missing or empty. An index built with another
+    /// [`SCHEMA_VERSION`], language or schema gives
     /// [`IndexError::SchemaMismatch`]; one that cannot be read gives [`IndexError::Corrupt`]; in
     /// both cases call [`IndexEngine::recreate`] and reindex. Another process holding the index
     /// gives [`IndexError::Tantivy`] (a lock failure), which a recreate would not fix.
-    pub fn open(dir: &Path) -> Result<IndexEngine, IndexError> {
+    pub fn open(dir: &Path, language: SearchLanguage) -> Result<IndexEngine, IndexError> {
         fs::create_dir_all(dir)?;
         if !dir.join("meta.json").exists() {
             if has_foreign_entries(dir)? {
                 return Err(IndexError::Corrupt("index metadata is missing".to_owned()));
             }
-            return Self::create_in(dir);
+            return Self::create_in(dir, language);
         }
         match fs::read_to_string(dir.join(VERSION_FILE)) {
-            Ok(version) if version.trim() == SCHEMA_VERSION => {}
+            Ok(version) if version.trim() == version_line(language) => {}
             Ok(_) => return Err(IndexError::SchemaMismatch),
             Err(err) if err.kind() == IoErrorKind::NotFound => {
                 return Err(IndexError::SchemaMismatch);
@@ -199,34 +232,37 @@ impl IndexEngine {
         if index.schema() != build_schema() {
             return Err(IndexError::SchemaMismatch);
         }
-        Self::from_index(index)
+        Self::from_index(index, language)
     }
 
-    /// Deletes `dir` with everything in it and creates an empty index there. Drop any engine
-    /// open on `dir` first.
-    pub fn recreate(dir: &Path) -> Result<IndexEngine, IndexError> {
+    /// Deletes `dir` with everything in it and creates an empty index of `language` there.
+    /// Drop any engine open on `dir` first.
+    pub fn recreate(dir: &Path, language: SearchLanguage) -> Result<IndexEngine, IndexError> {
         match fs::remove_dir_all(dir) {
             Ok(()) => {}
             Err(err) if err.kind() == IoErrorKind::NotFound => {}
             Err(err) => return Err(IndexError::Io(err)),
         }
         fs::create_dir_all(dir)?;
-        Self::create_in(dir)
+        Self::create_in(dir, language)
     }
 
-    fn create_in(dir: &Path) -> Result<IndexEngine, IndexError> {
+    fn create_in(dir: &Path, language: SearchLanguage) -> Result<IndexEngine, IndexError> {
         let index = Index::builder()
             .schema(build_schema())
-            .tokenizers(tokenizers())
+            .tokenizers(tokenizers(language))
             .create_in_dir(dir)?;
         // Written after the index: a crash in between leaves an index without a version, which
         // the next open reports as a mismatch and the caller rebuilds.
-        fs::write(dir.join(VERSION_FILE), format!("{SCHEMA_VERSION}\n"))?;
-        Self::from_index(index)
+        fs::write(
+            dir.join(VERSION_FILE),
+            format!("{}\n", version_line(language)),
+        )?;
+        Self::from_index(index, language)
     }
 
-    fn from_index(mut index: Index) -> Result<IndexEngine, IndexError> {
-        index.set_tokenizers(tokenizers());
+    fn from_index(mut index: Index, language: SearchLanguage) -> Result<IndexEngine, IndexError> {
+        index.set_tokenizers(tokenizers(language));
         let fields = Fields::resolve(&index.schema())?;
         let options = IndexWriterOptions::builder()
             .memory_budget_per_thread(WRITER_MEMORY_BYTES)
@@ -241,26 +277,25 @@ impl IndexEngine {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(unreadable)?;
-        let analyzer = index.tokenizer_for_field(fields.content)?;
+        let analyzer = index.tokenizer_for_field(fields.search.content)?;
         Ok(IndexEngine {
             writer: Mutex::new(writer),
             reader,
             fields,
             analyzer,
+            language,
         })
     }
 
-    /// Replaces every doc of `page_path` with `docs` (in page order). Not visible until
-    /// [`IndexEngine::commit`]. Each doc is indexed under the `page_path` argument.
-    pub fn replace_page(&self, page_path: &str, docs: &[BlockDoc]) -> Result<(), IndexError> {
-        let mut ops = Vec::with_capacity(docs.len() + 1);
+    /// Replaces every doc of `page_path` with `note`'s. Not visible until
+    /// [`IndexEngine::commit`].
+    pub fn replace_page(&self, page_path: &str, note: &NoteDoc) -> Result<(), IndexError> {
+        let mut ops = Vec::with_capacity(note.blocks.len() + 2);
         ops.push(UserOperation::Delete(Term::from_field_text(
-            self.fields.page_path,
+            self.fields.search.page_path,
             page_path,
         )));
-        for (position, doc) in docs.iter().enumerate() {
-            ops.push(UserOperation::Add(self.document(page_path, position, doc)));
-        }
+        ops.extend(self.documents(page_path, note).map(UserOperation::Add));
         // `run` applies the delete and the adds as one group: no commit can fall between them.
         self.writer.lock().run(ops)?;
         Ok(())
@@ -269,23 +304,41 @@ impl IndexEngine {
     /// Adds the docs of a page the index does not hold (a rebuild after [`IndexEngine::clear`],
     /// or a page never indexed): [`IndexEngine::replace_page`] without the delete, which every
     /// commit would otherwise apply to every segment.
-    pub fn add_page(&self, page_path: &str, docs: &[BlockDoc]) -> Result<(), IndexError> {
-        let ops: Vec<_> = docs
-            .iter()
-            .enumerate()
-            .map(|(position, doc)| UserOperation::Add(self.document(page_path, position, doc)))
+    pub fn add_page(&self, page_path: &str, note: &NoteDoc) -> Result<(), IndexError> {
+        let ops: Vec<_> = self
+            .documents(page_path, note)
+            .map(UserOperation::Add)
             .collect();
         self.writer.lock().run(ops)?;
         Ok(())
     }
 
-    fn document(&self, page_path: &str, position: usize, block: &BlockDoc) -> TantivyDocument {
+    /// The note's documents: one per block, then the note's own (none for a note without blocks).
+    fn documents<'a>(
+        &'a self,
+        page_path: &'a str,
+        note: &'a NoteDoc,
+    ) -> impl Iterator<Item = TantivyDocument> + 'a {
+        let blocks = note
+            .blocks
+            .iter()
+            .enumerate()
+            .map(move |(position, block)| self.block_document(page_path, position, block));
+        let whole = (!note.blocks.is_empty()).then(|| self.note_document(page_path, note));
+        blocks.chain(whole)
+    }
+
+    fn block_document(
+        &self,
+        page_path: &str,
+        position: usize,
+        block: &BlockDoc,
+    ) -> TantivyDocument {
         let f = &self.fields;
         let mut doc = TantivyDocument::default();
         doc.add_text(f.block_id, &block.block_id);
-        doc.add_text(f.page_path, page_path);
-        doc.add_text(f.title, &block.title);
-        doc.add_text(f.content, &block.content);
+        doc.add_text(f.search.page_path, page_path);
+        doc.add_text(f.search.content, &block.content);
         let mut tags: Vec<String> = block
             .tags
             .iter()
@@ -301,11 +354,43 @@ impl IndexEngine {
         doc
     }
 
+    fn note_document(&self, page_path: &str, note: &NoteDoc) -> TantivyDocument {
+        let f = &self.fields.search;
+        let mut doc = TantivyDocument::default();
+        doc.add_text(f.page_path, page_path);
+        doc.add_text(f.kind, NOTE_KIND);
+        doc.add_u64(self.fields.position, u64::MAX);
+        let file_name = Path::new(page_path)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        let mut analyzer = self.analyzer.clone();
+        let mut keys: Vec<String> = Vec::new();
+        let names = std::iter::once(note.title.as_str())
+            .chain(note.aliases.iter().map(String::as_str))
+            .chain(std::iter::once(file_name));
+        for name in names {
+            let key = exact_key(&mut analyzer, name);
+            if !key.is_empty() && !keys.contains(&key) {
+                doc.add_text(f.name, name);
+                keys.push(key);
+            }
+        }
+        for key in keys {
+            doc.add_text(f.name_exact, key);
+        }
+        for block in &note.blocks {
+            doc.add_text(f.body, &block.content);
+        }
+        doc
+    }
+
     /// Removes every doc of `page_path`. Not visible until [`IndexEngine::commit`].
     pub fn delete_page(&self, page_path: &str) -> Result<(), IndexError> {
-        self.writer
-            .lock()
-            .delete_term(Term::from_field_text(self.fields.page_path, page_path));
+        self.writer.lock().delete_term(Term::from_field_text(
+            self.fields.search.page_path,
+            page_path,
+        ));
         Ok(())
     }
 
@@ -332,14 +417,21 @@ impl IndexEngine {
         Ok(())
     }
 
-    /// Full-text search over block content (and, weighted lower, page titles).
+    /// Full-text search: notes ranked, each shown by its best block.
     ///
-    /// `query` is analyzed with the index's own analyzer and never parsed as query syntax: every
-    /// word must match (in the content or the title), `"quoted words"` must match as a phrase, and
-    /// characters such as `:`, `*`, `(`, `-` only separate words. A query without any word gives
-    /// zero hits. Order: score descending, then `block_id` ascending, so paging is stable.
-    /// `total` is the number of matching blocks, capped at [`MAX_SCORE_MATCHES`]; results past
-    /// that cap are never returned.
+    /// `query` is analyzed with the index's own analyzer and never parsed as query syntax:
+    /// characters such as `:`, `*`, `(`, `-` only separate words. A note matches when every word
+    /// is in its text (in any of its blocks) or its names (title, aliases, file name), and every
+    /// `"quoted phrase"` (and every run of Han or kana) is in one of its blocks or a name. When no
+    /// note matches, words of five or more characters may match with a typo; when still none,
+    /// all words but one must match. A query without any word gives zero hits.
+    ///
+    /// Notes rank by BM25 over their text, a match in a name weighted up, the query's words as a
+    /// phrase in a name more, the query being a name most. Each hit is the note's block where the
+    /// words score best (its first block when only names matched), with a snippet of it. Order:
+    /// score descending, then page path ascending, so paging is stable. `total` is the number of
+    /// matching notes under the matching that found them, capped at [`MAX_SCORE_MATCHES`];
+    /// results past that cap are never returned.
     pub fn search(
         &self,
         query: &str,
@@ -348,33 +440,82 @@ impl IndexEngine {
     ) -> Result<SearchPage, IndexError> {
         let mut analyzer = self.analyzer.clone();
         let clauses = clauses(&mut analyzer, query);
-        let Some(query) = search_query(self.fields.content, self.fields.title, &clauses) else {
+        if clauses.is_empty() {
             return Ok(SearchPage::default());
-        };
-        let searcher = self.reader.searcher();
-        let end = offset.saturating_add(limit).min(MAX_SCORE_MATCHES);
-        if offset >= end {
-            let total = searcher.search(&query, &Count)?;
-            return Ok(SearchPage {
-                hits: Vec::new(),
-                total: total.min(MAX_SCORE_MATCHES),
-            });
         }
+        let exact = exact_key(&mut analyzer, query);
+        let searcher = self.reader.searcher();
+        let fields = &self.fields.search;
+        let phrase_notes = clauses
+            .iter()
+            .map(|clause| {
+                (clause.terms.len() > 1)
+                    .then(|| notes_matching(&searcher, &*field_query(fields.content, clause)))
+                    .transpose()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let end = offset.saturating_add(limit).min(MAX_SCORE_MATCHES);
         let order = (
             (SortBySimilarityScore, Order::Desc),
-            (SortByString::for_field(BLOCK_ID), Order::Asc),
+            (SortByString::for_field(PAGE_PATH), Order::Asc),
         );
-        let top = TopDocs::for_doc_range(offset..end).order_by(order);
-        let (total, found) = searcher.search(&query, &(Count, top))?;
-        let snippets = self.snippet_generator(&searcher, &*query)?;
-        let hits = found
-            .into_iter()
-            .map(|((score, _), address)| self.hit(&searcher, address, score, Some(&snippets)))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut last = (0, Vec::new(), MATCHINGS[0]);
+        for matching in MATCHINGS {
+            let notes = note_query(fields, &clauses, &phrase_notes, &exact, matching);
+            let (total, found) = if offset < end {
+                let top = TopDocs::for_doc_range(offset..end).order_by(order.clone());
+                searcher.search(&*notes, &(Count, top))?
+            } else {
+                (searcher.search(&*notes, &Count)?, Vec::new())
+            };
+            last = (total, found, matching);
+            if total > 0 {
+                break;
+            }
+        }
+        let (total, found, matching) = last;
+        let highlight = words_in_content(fields.content, &clauses, matching);
+        let snippets = self.snippet_generator(&searcher, &*highlight)?;
+        let mut hits = Vec::with_capacity(found.len());
+        for ((score, _), note) in found {
+            let Some(page_path) = self.page_path_of(&searcher, note)? else {
+                continue;
+            };
+            let best = block_query(fields, &page_path, &clauses, matching);
+            let top = TopDocs::with_limit(1).order_by((
+                (SortBySimilarityScore, Order::Desc),
+                (
+                    SortByStaticFastValue::<u64>::for_field(POSITION),
+                    Order::Asc,
+                ),
+            ));
+            if let Some((_, block)) = searcher.search(&*best, &top)?.into_iter().next() {
+                hits.push(self.hit(&searcher, block, score, Some(&snippets))?);
+            }
+        }
         Ok(SearchPage {
             hits,
             total: total.min(MAX_SCORE_MATCHES),
         })
+    }
+
+    /// The page path a document is indexed under.
+    fn page_path_of(
+        &self,
+        searcher: &Searcher,
+        address: DocAddress,
+    ) -> Result<Option<String>, IndexError> {
+        let segment = searcher.segment_reader(address.segment_ord);
+        let Some(column) = segment.fast_fields().str(PAGE_PATH)? else {
+            return Ok(None);
+        };
+        let mut out = String::new();
+        for ord in column.term_ords(address.doc_id) {
+            if column.ord_to_str(ord, &mut out)? {
+                return Ok(Some(out));
+            }
+        }
+        Ok(None)
     }
 
     /// Blocks tagged `tag` (case-insensitive, leading `#` ignored), in page-path order and within
@@ -409,7 +550,7 @@ impl IndexEngine {
         if phrase.terms.is_empty() {
             return Ok(Vec::new());
         }
-        let query = field_query(self.fields.content, &phrase);
+        let query = field_query(self.fields.search.content, &phrase);
         let searcher = self.reader.searcher();
         let snippets = self.snippet_generator(&searcher, &*query)?;
         Ok(self.in_page_order(&*query, limit, 0, Some(&snippets))?.hits)
@@ -451,7 +592,7 @@ impl IndexEngine {
         searcher: &Searcher,
         query: &dyn Query,
     ) -> Result<SnippetGenerator, IndexError> {
-        let mut generator = SnippetGenerator::create(searcher, query, self.fields.content)?;
+        let mut generator = SnippetGenerator::create(searcher, query, self.fields.search.content)?;
         generator.set_max_num_chars(SNIPPET_MAX_BYTES);
         Ok(generator)
     }
@@ -470,23 +611,38 @@ impl IndexEngine {
                 .unwrap_or_default()
                 .to_owned()
         };
-        let content = text(self.fields.content);
+        let content = text(self.fields.search.content);
         let snippet = match snippets {
             Some(generator) => render_snippet(&generator.snippet(&content), &content),
             None => lead(&content),
         };
         Ok(Hit {
             block_id: text(self.fields.block_id),
-            page_path: text(self.fields.page_path),
+            page_path: text(self.fields.search.page_path),
             content,
             snippet,
             score,
         })
     }
 
-    /// Number of searchable block docs as of the last commit.
-    pub fn doc_count(&self) -> u64 {
-        self.reader.searcher().num_docs()
+    /// Number of searchable block docs as of the last commit (note documents not counted).
+    pub fn doc_count(&self) -> Result<u64, IndexError> {
+        let searcher = self.reader.searcher();
+        let notes = searcher.search(
+            &TermQuery::new(
+                Term::from_field_text(self.fields.search.kind, NOTE_KIND),
+                IndexRecordOption::Basic,
+            ),
+            &Count,
+        )?;
+        Ok(searcher
+            .num_docs()
+            .saturating_sub(u64::try_from(notes).unwrap_or(u64::MAX)))
+    }
+
+    /// The language this index stems in.
+    pub fn language(&self) -> SearchLanguage {
+        self.language
     }
 
     /// Number of distinct page paths with at least one searchable doc, as of the last commit.
@@ -494,7 +650,7 @@ impl IndexEngine {
         let searcher = self.reader.searcher();
         let mut pages: HashSet<Vec<u8>> = HashSet::new();
         for segment in searcher.segment_readers() {
-            let inverted = segment.inverted_index(self.fields.page_path)?;
+            let inverted = segment.inverted_index(self.fields.search.page_path)?;
             let mut terms = inverted.terms().stream()?;
             while terms.advance() {
                 if pages.contains(terms.key()) {
@@ -519,6 +675,66 @@ impl IndexEngine {
             }
         }
         Ok(u64::try_from(pages.len()).unwrap_or(u64::MAX))
+    }
+}
+
+/// The page paths of every document `query` matches, sorted.
+fn notes_matching(searcher: &Searcher, query: &dyn Query) -> Result<Vec<String>, IndexError> {
+    Ok(searcher.search(query, &PagePaths)?.into_iter().collect())
+}
+
+/// Collects the distinct page paths of the matching documents.
+struct PagePaths;
+
+struct SegmentPagePaths {
+    column: Option<tantivy::columnar::StrColumn>,
+    ords: BTreeSet<u64>,
+}
+
+impl Collector for PagePaths {
+    type Fruit = BTreeSet<String>;
+    type Child = SegmentPagePaths;
+
+    fn for_segment(
+        &self,
+        _segment: tantivy::SegmentOrdinal,
+        reader: &tantivy::SegmentReader,
+    ) -> tantivy::Result<SegmentPagePaths> {
+        Ok(SegmentPagePaths {
+            column: reader.fast_fields().str(PAGE_PATH)?,
+            ords: BTreeSet::new(),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        false
+    }
+
+    fn merge_fruits(&self, fruits: Vec<BTreeSet<String>>) -> tantivy::Result<BTreeSet<String>> {
+        Ok(fruits.into_iter().flatten().collect())
+    }
+}
+
+impl SegmentCollector for SegmentPagePaths {
+    type Fruit = BTreeSet<String>;
+
+    fn collect(&mut self, doc: tantivy::DocId, _score: tantivy::Score) {
+        if let Some(column) = &self.column {
+            self.ords.extend(column.term_ords(doc));
+        }
+    }
+
+    fn harvest(self) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        if let Some(column) = &self.column {
+            for ord in self.ords {
+                let mut path = String::new();
+                if matches!(column.ord_to_str(ord, &mut path), Ok(true)) {
+                    out.insert(path);
+                }
+            }
+        }
+        out
     }
 }
 

@@ -2,7 +2,7 @@
 //! that lets a rebuild exclude writers, and autocomplete ranking.
 //!
 //! Architecture invariant: this crate knows nothing of markdown or SQLite. The command layer hands
-//! it one [`BlockDoc`] per block and gets back block ids, page paths and snippets.
+//! it one [`NoteDoc`] per note, holding a [`BlockDoc`] per block, and gets back block ids, page paths and snippets.
 //! Architecture invariant: the user's query text never reaches Tantivy's query parser.
 
 pub mod autocomplete;
@@ -13,7 +13,9 @@ mod query;
 mod tokenizer;
 
 pub use engine::{
-    BlockDoc, Hit, IndexEngine, MAX_SCORE_MATCHES, SCHEMA_VERSION, SearchPage, normalize_tag,
+    BlockDoc, Hit, IndexEngine, MAX_SCORE_MATCHES, NoteDoc, SCHEMA_VERSION, SearchPage,
+    normalize_tag,
 };
 pub use error::IndexError;
 pub use guard::{ExclusiveGuard, IndexingGuard, SharedGuard};
+pub use tokenizer::SearchLanguage;

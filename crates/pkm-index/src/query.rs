@@ -5,15 +5,14 @@
 //! double quotes makes a phrase; an unpaired quote is ignored.
 
 use tantivy::Term;
-use tantivy::query::{BooleanQuery, BoostQuery, EmptyQuery, Occur, PhraseQuery, Query, TermQuery};
+use tantivy::query::{
+    BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, FuzzyTermQuery, Occur, PhraseQuery,
+    Query, TermQuery, TermSetQuery,
+};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::TextAnalyzer;
 
 use crate::tokenizer::{QueryToken, analyze};
-
-/// Weight of a title match relative to a content match: a block is found through its page's
-/// title, but a block that says the word itself ranks first.
-const TITLE_BOOST: f32 = 0.5;
 
 /// At most this many clauses are kept from one query; the rest of an oversized query is ignored
 /// rather than building a boolean query with thousands of required clauses.
@@ -25,10 +24,14 @@ pub(crate) struct Clause {
     pub terms: Vec<String>,
     /// Position of each term relative to the first; a gap marks a token the analyzer dropped.
     pub offsets: Vec<usize>,
+    /// Characters of the text the clause was analyzed from (for a single word: the word as
+    /// typed, which decides whether it may match with a typo).
+    pub typed_chars: usize,
 }
 
 impl Clause {
     fn push(&mut self, token: QueryToken, first_position: usize) {
+        self.typed_chars += token.typed_chars;
         self.offsets
             .push(token.position.saturating_sub(first_position));
         self.terms.push(token.text);
@@ -117,42 +120,260 @@ pub(crate) fn field_query(field: Field, clause: &Clause) -> Box<dyn Query> {
     }
 }
 
-/// Every clause must match, each in the content or (boosted lower) in the title. `None` when
-/// there is no clause, i.e. nothing to search for.
-pub(crate) fn search_query(
-    content: Field,
-    title: Field,
-    clauses: &[Clause],
-) -> Option<Box<dyn Query>> {
-    if clauses.is_empty() {
-        return None;
+/// The fields a search reads. A note is two kinds of document: one per block (`content`, the
+/// block's text with positions) and one for the whole note (`name`: its title, aliases and file
+/// name; `name_exact`: each of those analyzed and joined; `body`: every block's text, without
+/// positions).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SearchFields {
+    pub content: Field,
+    pub name: Field,
+    pub name_exact: Field,
+    pub body: Field,
+    pub page_path: Field,
+    pub kind: Field,
+}
+
+/// How strictly the clauses of a query must match; a search tries each in turn until one finds
+/// something (see [`MATCHINGS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Matching {
+    /// Every clause, as written (after analysis: stemmed and folded).
+    Every,
+    /// Every clause, a word of [`FUZZY_MIN_CHARS`] or more also at one typo (two from
+    /// [`FUZZY_TWO_CHARS`]).
+    EveryFuzzy,
+    /// All clauses but one, typos allowed as in `EveryFuzzy`.
+    AllButOne,
+}
+
+/// The order in which [`Matching`]s are tried.
+pub(crate) const MATCHINGS: [Matching; 3] =
+    [Matching::Every, Matching::EveryFuzzy, Matching::AllButOne];
+
+/// Words shorter than this (in characters, as typed) are never matched with a typo: at one edit
+/// too many short words are another word.
+const FUZZY_MIN_CHARS: usize = 5;
+/// Words of this many characters may have two typos.
+const FUZZY_TWO_CHARS: usize = 9;
+
+/// Weight of a match in a note's name (title, alias, file name) against one in its text.
+pub(crate) const NAME_BOOST: f32 = 4.0;
+/// Weight of the query's words forming a phrase in the name, in order.
+pub(crate) const NAME_PHRASE_BOOST: f32 = 6.0;
+/// Weight of the query being exactly a name of the note.
+pub(crate) const NAME_EXACT_BOOST: f32 = 16.0;
+/// Weight of a typo match against the word itself.
+const FUZZY_WEIGHT: f32 = 0.3;
+
+/// The analyzed words of `text` joined by one space: the form under which a note's names are
+/// indexed in `name_exact`, and the query looked up there.
+pub(crate) fn exact_key(analyzer: &mut TextAnalyzer, text: &str) -> String {
+    let tokens = analyze(analyzer, text);
+    let words: Vec<&str> = tokens.iter().map(|t| t.text.as_str()).collect();
+    words.join(" ")
+}
+
+impl Clause {
+    /// Whether this clause is a single word long enough to be matched with a typo, and with
+    /// how many.
+    fn typos(&self, matching: Matching) -> Option<u8> {
+        if matching == Matching::Every {
+            return None;
+        }
+        match (self.terms.as_slice(), self.typed_chars) {
+            ([_], n) if n >= FUZZY_TWO_CHARS => Some(2),
+            ([_], n) if n >= FUZZY_MIN_CHARS => Some(1),
+            _ => None,
+        }
     }
-    let required = clauses
+}
+
+/// A single word in `field`, also with `typos` edits when given (weighted lower).
+fn word_query(field: Field, term: &str, typos: Option<u8>) -> Box<dyn Query> {
+    let term = Term::from_field_text(field, term);
+    let exact: Box<dyn Query> =
+        Box::new(TermQuery::new(term.clone(), IndexRecordOption::WithFreqs));
+    match typos {
+        None => exact,
+        Some(distance) => Box::new(BooleanQuery::new(vec![
+            (Occur::Should, exact),
+            (
+                Occur::Should,
+                Box::new(BoostQuery::new(
+                    Box::new(FuzzyTermQuery::new(term, distance, true)),
+                    FUZZY_WEIGHT,
+                )),
+            ),
+        ])),
+    }
+}
+
+/// The query on note documents: each clause (as `matching` asks) in the note's name or text, a
+/// phrase clause within one block (`phrase_notes[i]`: the notes where clause `i` is a phrase of
+/// one block) or in the name; scored by the text, names weighted up, the exact name most.
+pub(crate) fn note_query(
+    fields: &SearchFields,
+    clauses: &[Clause],
+    phrase_notes: &[Option<Vec<String>>],
+    exact: &str,
+    matching: Matching,
+) -> Box<dyn Query> {
+    let per_clause: Vec<(Occur, Box<dyn Query>)> = clauses
         .iter()
-        .map(|clause| {
-            let either: Box<dyn Query> = Box::new(BooleanQuery::new(vec![
-                (Occur::Should, field_query(content, clause)),
-                (
-                    Occur::Should,
-                    Box::new(BoostQuery::new(field_query(title, clause), TITLE_BOOST)),
-                ),
-            ]));
-            (Occur::Must, either)
+        .zip(phrase_notes)
+        .map(|(clause, notes)| {
+            let typos = clause.typos(matching);
+            let in_name: Box<dyn Query> = match typos {
+                Some(_) => word_query(fields.name, &clause.terms[0], typos),
+                None => field_query(fields.name, clause),
+            };
+            let in_name: Box<dyn Query> = Box::new(BoostQuery::new(in_name, NAME_BOOST));
+            let mut parts: Vec<(Occur, Box<dyn Query>)> = clause
+                .terms
+                .iter()
+                .map(|t| (Occur::Should, word_query(fields.body, t, typos)))
+                .collect();
+            match notes {
+                // A phrase: in one block of the note, or in its name; the words score in the text.
+                Some(notes) => {
+                    let in_block = TermSetQuery::new(
+                        notes
+                            .iter()
+                            .map(|p| Term::from_field_text(fields.page_path, p)),
+                    );
+                    let either = BooleanQuery::new(vec![
+                        (
+                            Occur::Should,
+                            Box::new(ConstScoreQuery::new(Box::new(in_block), 0.0)),
+                        ),
+                        (Occur::Should, in_name),
+                    ]);
+                    parts.push((Occur::Must, Box::new(either)));
+                }
+                None => parts.push((Occur::Should, in_name)),
+            }
+            (
+                Occur::Should,
+                Box::new(BooleanQuery::new(parts)) as Box<dyn Query>,
+            )
         })
         .collect();
-    Some(Box::new(BooleanQuery::new(required)))
+    let required = match matching {
+        Matching::AllButOne => per_clause.len().saturating_sub(1).max(1),
+        Matching::Every | Matching::EveryFuzzy => per_clause.len(),
+    };
+    let words = Box::new(BooleanQuery::with_minimum_required_clauses(
+        per_clause, required,
+    ));
+    let mut all_terms = Clause::default();
+    for term in clauses.iter().flat_map(|c| &c.terms) {
+        all_terms.offsets.push(all_terms.terms.len());
+        all_terms.terms.push(term.clone());
+    }
+    let mut top: Vec<(Occur, Box<dyn Query>)> = vec![
+        (
+            Occur::Must,
+            Box::new(TermQuery::new(
+                Term::from_field_text(fields.kind, NOTE_KIND),
+                IndexRecordOption::Basic,
+            )),
+        ),
+        (Occur::Must, words),
+        (
+            Occur::Should,
+            Box::new(BoostQuery::new(
+                Box::new(TermQuery::new(
+                    Term::from_field_text(fields.name_exact, exact),
+                    IndexRecordOption::Basic,
+                )),
+                NAME_EXACT_BOOST,
+            )),
+        ),
+    ];
+    if all_terms.terms.len() > 1 {
+        top.push((
+            Occur::Should,
+            Box::new(BoostQuery::new(
+                field_query(fields.name, &all_terms),
+                NAME_PHRASE_BOOST,
+            )),
+        ));
+    }
+    Box::new(BooleanQuery::new(top))
 }
+
+/// The query choosing which block of the note at `page_path` a hit points at: the block where
+/// the clauses score best, else (a match in the name only) the note's first block.
+pub(crate) fn block_query(
+    fields: &SearchFields,
+    page_path: &str,
+    clauses: &[Clause],
+    matching: Matching,
+) -> Box<dyn Query> {
+    let mut parts: Vec<(Occur, Box<dyn Query>)> = vec![
+        (
+            Occur::Must,
+            Box::new(ConstScoreQuery::new(
+                Box::new(TermQuery::new(
+                    Term::from_field_text(fields.page_path, page_path),
+                    IndexRecordOption::Basic,
+                )),
+                0.0,
+            )),
+        ),
+        (
+            Occur::MustNot,
+            Box::new(TermQuery::new(
+                Term::from_field_text(fields.kind, NOTE_KIND),
+                IndexRecordOption::Basic,
+            )),
+        ),
+    ];
+    parts.push((
+        Occur::Should,
+        words_in_content(fields.content, clauses, matching),
+    ));
+    Box::new(BooleanQuery::new(parts))
+}
+
+/// Any of the clauses in block text, a typo allowed as `matching` says: what snippets highlight
+/// and what picks a note's best block.
+pub(crate) fn words_in_content(
+    content: Field,
+    clauses: &[Clause],
+    matching: Matching,
+) -> Box<dyn Query> {
+    Box::new(BooleanQuery::new(
+        clauses
+            .iter()
+            .map(|clause| {
+                let query = match clause.typos(matching) {
+                    Some(typos) => word_query(content, &clause.terms[0], Some(typos)),
+                    None => field_query(content, clause),
+                };
+                (Occur::Should, query)
+            })
+            .collect(),
+    ))
+}
+
+/// The value of the `kind` field on note documents (block documents have none).
+pub(crate) const NOTE_KIND: &str = "note";
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokenizer::analyzer;
+    use crate::tokenizer::{SearchLanguage, analyzer};
 
     fn check(text: &str) -> Vec<Vec<String>> {
-        clauses(&mut analyzer(), text)
-            .into_iter()
-            .map(|c| c.terms)
-            .collect()
+        clauses(
+            &mut analyzer(SearchLanguage::from_name("none").unwrap()),
+            text,
+        )
+        .into_iter()
+        .map(|c| c.terms)
+        .collect()
     }
 
     fn v(items: &[&[&str]]) -> Vec<Vec<String>> {
@@ -200,7 +421,10 @@ mod tests {
     #[test]
     fn phrases_keep_the_gap_of_a_dropped_token() {
         let long = "x".repeat(100);
-        let found = clauses(&mut analyzer(), &format!("\"keep {long} this\" 东京"));
+        let found = clauses(
+            &mut analyzer(SearchLanguage::ENGLISH),
+            &format!("\"keep {long} this\" 东京"),
+        );
         assert_eq!(found[0].offsets, [0, 2]);
         assert_eq!(found[1].offsets, [0, 1]);
     }

@@ -1,5 +1,7 @@
 //! The analyzer shared by indexing, querying and snippets: words of alphanumeric characters,
-//! with Han and Japanese kana split into one token per character, lowercased and ASCII-folded.
+//! with Han and Japanese kana split into one token per character, lowercased, stemmed in the
+//! vault's search language (English unless configured; see [`SearchLanguage`]) and ASCII-folded.
+//! No stop words are removed: "to be or not to be" stays a searchable phrase.
 //!
 //! Reason for the custom tokenizer: tantivy's `SimpleTokenizer` keeps a run of CJK characters as
 //! one token (they are alphanumeric and unspaced), so a Chinese sentence became a single,
@@ -7,7 +9,8 @@
 //! the query builder turns a run of them back into a phrase.
 
 use tantivy::tokenizer::{
-    AsciiFoldingFilter, LowerCaser, RemoveLongFilter, TextAnalyzer, Token, TokenStream, Tokenizer,
+    AsciiFoldingFilter, Language, LowerCaser, RemoveLongFilter, Stemmer, TextAnalyzer, Token,
+    TokenStream, Tokenizer,
 };
 
 /// The name under which the analyzer is registered with the index.
@@ -16,13 +19,80 @@ pub(crate) const ANALYZER_NAME: &str = "pkm_text";
 /// Tokens longer than this many bytes (base64 blobs, hashes) are dropped.
 const MAX_TOKEN_BYTES: usize = 64;
 
-/// Builds the analyzer: [`WordTokenizer`] → drop long tokens → lowercase → ASCII folding.
-pub(crate) fn analyzer() -> TextAnalyzer {
-    TextAnalyzer::builder(WordTokenizer::default())
+/// The language whose stemmer the analyzer applies, or none. A vault's setting (see
+/// `IndexEngine::open`); an index built with another language is rebuilt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchLanguage(Option<Language>);
+
+/// Every accepted name, as written in the vault's settings.
+const LANGUAGES: [(&str, Option<Language>); 19] = [
+    ("arabic", Some(Language::Arabic)),
+    ("danish", Some(Language::Danish)),
+    ("dutch", Some(Language::Dutch)),
+    ("english", Some(Language::English)),
+    ("finnish", Some(Language::Finnish)),
+    ("french", Some(Language::French)),
+    ("german", Some(Language::German)),
+    ("greek", Some(Language::Greek)),
+    ("hungarian", Some(Language::Hungarian)),
+    ("italian", Some(Language::Italian)),
+    ("norwegian", Some(Language::Norwegian)),
+    ("portuguese", Some(Language::Portuguese)),
+    ("romanian", Some(Language::Romanian)),
+    ("russian", Some(Language::Russian)),
+    ("spanish", Some(Language::Spanish)),
+    ("swedish", Some(Language::Swedish)),
+    ("tamil", Some(Language::Tamil)),
+    ("turkish", Some(Language::Turkish)),
+    ("none", None),
+];
+
+impl SearchLanguage {
+    /// English, the default.
+    pub const ENGLISH: SearchLanguage = SearchLanguage(Some(Language::English));
+
+    /// The language called `name` (case-insensitive), `none` for no stemming.
+    pub fn from_name(name: &str) -> Option<SearchLanguage> {
+        let name = name.trim().to_ascii_lowercase();
+        LANGUAGES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, language)| SearchLanguage(*language))
+    }
+
+    /// Its name, as [`SearchLanguage::from_name`] reads it.
+    pub fn name(self) -> &'static str {
+        LANGUAGES
+            .iter()
+            .find(|(_, language)| *language == self.0)
+            .map_or("none", |(n, _)| n)
+    }
+
+    /// Every accepted name, for error messages.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        LANGUAGES.iter().map(|(n, _)| *n)
+    }
+}
+
+impl Default for SearchLanguage {
+    fn default() -> Self {
+        SearchLanguage::ENGLISH
+    }
+}
+
+/// Builds the analyzer: [`WordTokenizer`] → drop long tokens → lowercase → stem → ASCII folding.
+/// Stemming comes before folding because the Snowball stemmers expect their language's accents.
+pub(crate) fn analyzer(language: SearchLanguage) -> TextAnalyzer {
+    let builder = TextAnalyzer::builder(WordTokenizer::default())
         .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
         .filter(LowerCaser)
-        .filter(AsciiFoldingFilter)
-        .build()
+        .dynamic();
+    match language.0 {
+        Some(language) => builder.filter_dynamic(Stemmer::new(language)),
+        None => builder,
+    }
+    .filter_dynamic(AsciiFoldingFilter)
+    .build()
 }
 
 /// Whether `c` belongs to a script written without spaces between words, which is therefore
@@ -119,6 +189,8 @@ pub(crate) struct QueryToken {
     pub position: usize,
     /// The token is a single character of an unspaced script.
     pub unspaced: bool,
+    /// Characters of the source text the token was made from.
+    pub typed_chars: usize,
 }
 
 /// Runs `text` through the analyzer.
@@ -133,6 +205,7 @@ pub(crate) fn analyze(analyzer: &mut TextAnalyzer, text: &str) -> Vec<QueryToken
         let unspaced =
             matches!((chars.next(), chars.next()), (Some(c), None) if is_unspaced_script(c));
         out.push(QueryToken {
+            typed_chars: source.chars().count(),
             text: token.text.clone(),
             offset_from: token.offset_from,
             offset_to: token.offset_to,
@@ -148,10 +221,13 @@ mod tests {
     use super::*;
 
     fn texts(input: &str) -> Vec<String> {
-        analyze(&mut analyzer(), input)
-            .into_iter()
-            .map(|t| t.text)
-            .collect()
+        analyze(
+            &mut analyzer(SearchLanguage::from_name("none").unwrap()),
+            input,
+        )
+        .into_iter()
+        .map(|t| t.text)
+        .collect()
     }
 
     #[test]
@@ -181,6 +257,42 @@ mod tests {
     #[test]
     fn other_scripts_stay_words() {
         assert_eq!(texts("Привет мир 한국어"), ["привет", "мир", "한국어"]);
+    }
+
+    fn stems(language: &str, input: &str) -> Vec<String> {
+        let language = SearchLanguage::from_name(language).unwrap();
+        analyze(&mut analyzer(language), input)
+            .into_iter()
+            .map(|t| t.text)
+            .collect()
+    }
+
+    #[test]
+    fn english_folds_inflections_and_keeps_short_words() {
+        assert_eq!(
+            stems("english", "Block references callouts Publishing"),
+            stems("english", "block reference callout publish")
+        );
+        assert_eq!(stems("english", "to be or not to be").len(), 6);
+        assert_eq!(stems("english", "东京"), ["东", "京"]);
+    }
+
+    #[test]
+    fn stemming_sees_accents_before_folding() {
+        assert_eq!(stems("german", "Häuser"), stems("german", "Haus"));
+        assert_eq!(stems("french", "été"), ["ete"]);
+    }
+
+    #[test]
+    fn language_names_round_trip() {
+        for name in SearchLanguage::names() {
+            assert_eq!(SearchLanguage::from_name(name).unwrap().name(), name);
+        }
+        assert_eq!(
+            SearchLanguage::from_name(" English "),
+            Some(SearchLanguage::ENGLISH)
+        );
+        assert_eq!(SearchLanguage::from_name("klingon"), None);
     }
 
     #[test]

@@ -12,17 +12,36 @@ use std::time::Duration;
 
 use pkm_core::ErrorKind;
 use pkm_index::{
-    BlockDoc, IndexEngine, IndexError, IndexingGuard, MAX_SCORE_MATCHES, SearchPage, autocomplete,
+    BlockDoc, IndexEngine, IndexError, IndexingGuard, MAX_SCORE_MATCHES, NoteDoc, SearchLanguage,
+    SearchPage, autocomplete,
 };
 use tempfile::TempDir;
 
-fn block(id: &str, page: &str, content: &str) -> BlockDoc {
+/// A block; `_page` names the note it goes in, for the reader.
+fn block(id: &str, _page: &str, content: &str) -> BlockDoc {
     BlockDoc {
         block_id: id.to_owned(),
-        page_path: page.to_owned(),
-        title: page.trim_end_matches(".md").to_owned(),
         content: content.to_owned(),
         tags: Vec::new(),
+    }
+}
+
+/// Indexing a note of `blocks` titled after its file name.
+trait ReplaceNote {
+    fn replace_note(&self, path: &str, blocks: &[BlockDoc]) -> Result<(), IndexError>;
+}
+
+impl ReplaceNote for IndexEngine {
+    fn replace_note(&self, path: &str, blocks: &[BlockDoc]) -> Result<(), IndexError> {
+        let title = Path::new(path).file_stem().unwrap().to_str().unwrap();
+        self.replace_page(
+            path,
+            &NoteDoc {
+                title: title.to_owned(),
+                aliases: Vec::new(),
+                blocks: blocks.to_vec(),
+            },
+        )
     }
 }
 
@@ -35,7 +54,7 @@ fn tagged(id: &str, page: &str, content: &str, tags: &[&str]) -> BlockDoc {
 
 fn engine() -> (TempDir, IndexEngine) {
     let dir = TempDir::new().unwrap();
-    let engine = IndexEngine::open(&dir.path().join("search")).unwrap();
+    let engine = IndexEngine::open(&dir.path().join("search"), SearchLanguage::ENGLISH).unwrap();
     (dir, engine)
 }
 
@@ -43,7 +62,20 @@ fn engine() -> (TempDir, IndexEngine) {
 fn engine_with(pages: &[(&str, Vec<BlockDoc>)]) -> (TempDir, IndexEngine) {
     let (dir, engine) = engine();
     for (path, docs) in pages {
-        engine.replace_page(path, docs).unwrap();
+        engine.replace_note(path, docs).unwrap();
+    }
+    engine.commit().unwrap();
+    (dir, engine)
+}
+
+/// An engine holding one note per block, `<id>.md`, committed.
+fn engine_of_blocks(blocks: &[(&str, &str)]) -> (TempDir, IndexEngine) {
+    let (dir, engine) = engine();
+    for (id, content) in blocks {
+        let path = format!("{id}.md");
+        engine
+            .replace_note(&path, &[block(id, &path, content)])
+            .unwrap();
     }
     engine.commit().unwrap();
     (dir, engine)
@@ -76,7 +108,7 @@ fn engine_is_send_and_sync() {
 fn a_committed_block_is_found_with_a_highlighted_snippet() {
     let (_dir, engine) = engine();
     engine
-        .replace_page(
+        .replace_note(
             "notes/animals.md",
             &[block(
                 "b1",
@@ -120,7 +152,7 @@ fn long_content_gets_a_cut_snippet_around_the_match() {
 }
 
 #[test]
-fn every_word_must_match_in_content_or_title() {
+fn every_word_must_match_in_the_note_or_its_names_and_a_note_is_one_hit() {
     let (_dir, engine) = engine_with(&[
         (
             "rust.md",
@@ -133,24 +165,118 @@ fn every_word_must_match_in_content_or_title() {
             "notes.md",
             vec![
                 block("n1", "notes.md", "rust async runtime"),
-                block("n2", "notes.md", "python async"),
+                block("n2", "notes.md", "python tooling"),
             ],
         ),
     ]);
+    // The title counts as the note's words; each note is one hit, at its best block.
     assert_eq!(search_ids(&engine, "rust async"), ["n1", "r1"]);
-    assert_eq!(search_ids(&engine, "async"), ["n1", "n2", "r1"]);
-    assert_eq!(search_ids(&engine, "python runtime"), Vec::<String>::new());
+    assert_eq!(search_ids(&engine, "ownership"), ["r2"]);
+    // Words spread over two blocks of one note find the note.
+    let spread = engine.search("python runtime", 10, 0).unwrap();
+    assert_eq!(spread.total, 1);
+    assert_eq!(spread.hits[0].page_path, "notes.md");
+    // Words in two different notes: no note holds both, so the fallback asks for all but one.
+    let fallback = engine.search("tooling ownership", 10, 0).unwrap();
+    assert_eq!(fallback.total, 2);
+    assert_eq!(search_ids(&engine, "tooling ownership"), ["n2", "r2"]);
+    assert_eq!(search_ids(&engine, "zebra"), Vec::<String>::new());
+}
+
+#[test]
+fn inflections_match_and_names_rank_first() {
+    let (_dir, engine) = engine_with(&[
+        (
+            "Block references.md",
+            vec![block(
+                "ref",
+                "Block references.md",
+                "How to link to a block.",
+            )],
+        ),
+        (
+            "Changelog.md",
+            vec![
+                block("c1", "Changelog.md", "Fixed block reference rendering."),
+                block(
+                    "c2",
+                    "Changelog.md",
+                    "Block references in tables; more block references.",
+                ),
+            ],
+        ),
+        (
+            "Sidebar.md",
+            vec![block(
+                "side",
+                "Sidebar.md",
+                "There is a left and a right sidebar.",
+            )],
+        ),
+        (
+            "Tabs.md",
+            vec![block(
+                "tabs",
+                "Tabs.md",
+                "Tabs open in the right sidebar or the main area; the right sidebar holds tabs.",
+            )],
+        ),
+    ]);
+    let pages = |query: &str| -> Vec<String> {
+        engine
+            .search(query, 10, 0)
+            .unwrap()
+            .hits
+            .into_iter()
+            .map(|h| h.page_path)
+            .collect()
+    };
+    assert_eq!(
+        pages("block reference"),
+        ["Block references.md", "Changelog.md"]
+    );
+    assert_eq!(
+        pages("Block References"),
+        ["Block references.md", "Changelog.md"]
+    );
+    assert_eq!(pages("sidebar"), ["Sidebar.md", "Tabs.md"]);
+    // A typo in a longer word still finds the note when nothing matches exactly.
+    assert_eq!(pages("sidebra"), ["Sidebar.md", "Tabs.md"]);
+    // Short words are never matched with a typo.
+    assert_eq!(pages("tabz"), Vec::<String>::new());
+}
+
+#[test]
+fn aliases_and_the_file_name_are_names() {
+    let (_dir, engine) = engine();
+    engine
+        .replace_page(
+            "people/ghopper.md",
+            &NoteDoc {
+                title: "Grace Hopper".to_owned(),
+                aliases: vec!["Amazing Grace".to_owned()],
+                blocks: vec![block("g1", "", "Compiler pioneer.")],
+            },
+        )
+        .unwrap();
+    engine
+        .replace_note(
+            "log.md",
+            &[block("l1", "log.md", "grace period for ghopper amazing")],
+        )
+        .unwrap();
+    engine.commit().unwrap();
+    for query in ["grace hopper", "amazing grace", "ghopper"] {
+        let page = engine.search(query, 10, 0).unwrap();
+        assert_eq!(page.hits[0].page_path, "people/ghopper.md", "{query}");
+        // A match in a name only points at the note's first block.
+        assert_eq!(page.hits[0].block_id, "g1");
+    }
 }
 
 #[test]
 fn accents_and_case_are_folded() {
-    let (_dir, engine) = engine_with(&[(
-        "a.md",
-        vec![
-            block("b1", "a.md", "Un Café à Paris"),
-            block("b2", "a.md", "Straße"),
-        ],
-    )]);
+    let (_dir, engine) = engine_of_blocks(&[("b1", "Un Café à Paris"), ("b2", "Straße")]);
     assert_eq!(search_ids(&engine, "cafe"), ["b1"]);
     assert_eq!(search_ids(&engine, "CAFÉ"), ["b1"]);
     assert_eq!(search_ids(&engine, "strasse"), ["b2"]);
@@ -158,14 +284,11 @@ fn accents_and_case_are_folded() {
 
 #[test]
 fn han_text_is_searchable_by_words_inside_a_sentence() {
-    let (_dir, engine) = engine_with(&[(
-        "a.md",
-        vec![
-            block("b1", "a.md", "我明天去东京旅行"),
-            block("b2", "a.md", "京东商城"),
-            block("b3", "a.md", "Привет мир"),
-        ],
-    )]);
+    let (_dir, engine) = engine_of_blocks(&[
+        ("b1", "我明天去东京旅行"),
+        ("b2", "京东商城"),
+        ("b3", "Привет мир"),
+    ]);
     assert_eq!(search_ids(&engine, "东京"), ["b1"]);
     assert_eq!(search_ids(&engine, "京东"), ["b2"]);
     assert_eq!(search_ids(&engine, "привет"), ["b3"]);
@@ -173,40 +296,28 @@ fn han_text_is_searchable_by_words_inside_a_sentence() {
 
 #[test]
 fn quoted_words_match_as_a_phrase() {
-    let (_dir, engine) = engine_with(&[(
-        "a.md",
-        vec![
-            block("b1", "a.md", "a brown fox"),
-            block("b2", "a.md", "the fox is brown"),
-        ],
-    )]);
+    let (_dir, engine) = engine_of_blocks(&[("b1", "a brown fox"), ("b2", "the fox is brown")]);
     assert_eq!(search_ids(&engine, "\"brown fox\""), ["b1"]);
     assert_eq!(search_ids(&engine, "brown fox"), ["b1", "b2"]);
+    // A phrase must stand in one block: split over two blocks of a note it does not match.
+    let (_dir, split) = engine_with(&[(
+        "s.md",
+        vec![block("s1", "s.md", "the brown"), block("s2", "s.md", "fox")],
+    )]);
+    assert_eq!(split.search("brown fox", 10, 0).unwrap().total, 1);
+    assert_eq!(split.search("\"brown fox\"", 10, 0).unwrap().total, 0);
 }
 
 #[test]
 fn query_syntax_is_searched_as_words() {
-    let (_dir, engine) = engine_with(&[
-        (
-            "x.md",
-            vec![
-                block("title-x", "x.md", "the title is x"),
-                block("x-only", "x.md", "just x here"),
-            ],
-        ),
-        (
-            "other.md",
-            vec![
-                block("and-words", "other.md", "a and b"),
-                block("star", "other.md", "content with a * star"),
-            ],
-        ),
-        (
-            "u.md",
-            vec![block("unbalanced", "u.md", "an unbalanced quote")],
-        ),
+    let (_dir, engine) = engine_of_blocks(&[
+        ("title-x", "the title is x"),
+        ("x-only", "just x here"),
+        ("and-words", "a and b"),
+        ("star", "content with a * star"),
+        ("unbalanced", "an unbalanced quote"),
     ]);
-    // `title:x` is two words, not a field query: the page titled "x" alone does not match.
+    // `title:x` is two words, not a field query.
     assert_eq!(search_ids(&engine, "title:x"), ["title-x"]);
     // `-x` does not negate.
     assert_eq!(search_ids(&engine, "-x"), ["title-x", "x-only"]);
@@ -271,17 +382,20 @@ fn a_query_without_words_finds_nothing() {
 
 #[test]
 fn paging_returns_every_match_once_in_a_stable_order() {
-    // Repeating the word varies the score; identical blocks tie and must be ordered by id.
-    let docs: Vec<BlockDoc> = (0..25)
+    // Repeating the word varies the score; identical notes tie and are ordered by path.
+    let notes: Vec<(String, String)> = (0..25)
         .map(|i| {
-            block(
-                &format!("id{i:02}"),
-                "p.md",
-                &format!("{} filler words", "common ".repeat(1 + i % 4)),
+            (
+                format!("id{i:02}"),
+                format!("{} filler words", "common ".repeat(1 + i % 4)),
             )
         })
         .collect();
-    let (_dir, engine) = engine_with(&[("p.md", docs)]);
+    let notes: Vec<(&str, &str)> = notes
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let (_dir, engine) = engine_of_blocks(&notes);
 
     let mut seen = Vec::new();
     let mut offset = 0;
@@ -300,7 +414,7 @@ fn paging_returns_every_match_once_in_a_stable_order() {
     for pair in seen.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);
         assert!(
-            a.score > b.score || (a.score == b.score && a.block_id < b.block_id),
+            a.score > b.score || (a.score == b.score && a.page_path < b.page_path),
             "{a:?} before {b:?}"
         );
     }
@@ -311,36 +425,49 @@ fn paging_returns_every_match_once_in_a_stable_order() {
 }
 
 #[test]
-fn ties_are_ordered_by_block_id_across_segments() {
+fn ties_are_ordered_by_page_path_across_segments() {
     let (_dir, engine) = engine();
-    // One commit per page: each lands in its own segment, in an order unrelated to the ids.
+    // One commit per page: each lands in its own segment, in an order unrelated to the paths.
     for (page, ids) in [
         ("z.md", ["d", "b"]),
         ("m.md", ["e", "a"]),
         ("a.md", ["c", "f"]),
+        ("k.md", ["g", "h"]),
     ] {
         let docs: Vec<BlockDoc> = ids
             .iter()
             .map(|id| tagged(id, page, "same text", &["t"]))
             .collect();
-        engine.replace_page(page, &docs).unwrap();
+        engine.replace_note(page, &docs).unwrap();
         engine.commit().unwrap();
     }
+    // Equal blocks of a note: its first one.
     let all = engine.search("same", 10, 0).unwrap();
-    assert_eq!(ids(&all), ["a", "b", "c", "d", "e", "f"]);
-    assert_eq!(ids(&engine.search("same", 2, 2).unwrap()), ["c", "d"]);
+    assert_eq!(ids(&all), ["c", "g", "e", "d"]);
+    assert_eq!(ids(&engine.search("same", 2, 1).unwrap()), ["g", "e"]);
     assert_eq!(
         ids(&engine.search_by_tag("t", 10, 0).unwrap()),
-        ["c", "f", "e", "a", "d", "b"]
+        ["c", "f", "g", "h", "e", "a", "d", "b"]
     );
 }
 
 #[test]
 fn paging_stops_at_the_score_match_cap() {
-    let docs: Vec<BlockDoc> = (0..MAX_SCORE_MATCHES + 10)
-        .map(|i| block(&format!("b{i:05}"), "big.md", "same words"))
-        .collect();
-    let (_dir, engine) = engine_with(&[("big.md", docs)]);
+    let (_dir, engine) = engine();
+    for i in 0..MAX_SCORE_MATCHES + 10 {
+        let path = format!("b{i:05}.md");
+        engine
+            .add_page(
+                &path,
+                &NoteDoc {
+                    title: String::new(),
+                    aliases: Vec::new(),
+                    blocks: vec![block(&format!("b{i:05}"), &path, "same words")],
+                },
+            )
+            .unwrap();
+    }
+    engine.commit().unwrap();
     let page = engine.search("same", 10, 0).unwrap();
     assert_eq!(page.total, MAX_SCORE_MATCHES);
     assert_eq!(
@@ -371,16 +498,16 @@ fn replace_page_drops_the_old_blocks() {
         ],
     )]);
     engine
-        .replace_page("a.md", &[block("new1", "a.md", "beta")])
+        .replace_note("a.md", &[block("new1", "a.md", "beta")])
         .unwrap();
     // A second replace before the commit supersedes the first one.
     engine
-        .replace_page("a.md", &[block("new2", "a.md", "beta gamma")])
+        .replace_note("a.md", &[block("new2", "a.md", "beta gamma")])
         .unwrap();
     engine.commit().unwrap();
     assert_eq!(search_ids(&engine, "alpha"), Vec::<String>::new());
     assert_eq!(search_ids(&engine, "beta"), ["new2"]);
-    assert_eq!(engine.doc_count(), 1);
+    assert_eq!(engine.doc_count().unwrap(), 1);
 }
 
 #[test]
@@ -393,18 +520,27 @@ fn delete_page_and_clear_remove_blocks_and_counts_follow() {
         ("b.md", vec![block("b1", "b.md", "shared")]),
         ("c.md", vec![block("c1", "c.md", "shared")]),
     ]);
-    assert_eq!((engine.doc_count(), engine.page_count().unwrap()), (4, 3));
+    assert_eq!(
+        (engine.doc_count().unwrap(), engine.page_count().unwrap()),
+        (4, 3)
+    );
 
     engine.delete_page("b.md").unwrap();
     engine.delete_page("missing.md").unwrap();
     engine.commit().unwrap();
-    assert_eq!(search_ids(&engine, "shared"), ["a1", "a2", "c1"]);
+    assert_eq!(search_ids(&engine, "shared"), ["a1", "c1"]);
     // b.md is still in the segment's term dictionary, only marked deleted.
-    assert_eq!((engine.doc_count(), engine.page_count().unwrap()), (3, 2));
+    assert_eq!(
+        (engine.doc_count().unwrap(), engine.page_count().unwrap()),
+        (3, 2)
+    );
 
     engine.clear().unwrap();
     engine.commit().unwrap();
-    assert_eq!((engine.doc_count(), engine.page_count().unwrap()), (0, 0));
+    assert_eq!(
+        (engine.doc_count().unwrap(), engine.page_count().unwrap()),
+        (0, 0)
+    );
     assert_eq!(engine.search("shared", 10, 0).unwrap().total, 0);
 }
 
@@ -507,22 +643,22 @@ fn a_reopened_index_keeps_its_data() {
     let dir = TempDir::new().unwrap();
     let path = dir.path().join("search");
     {
-        let engine = IndexEngine::open(&path).unwrap();
+        let engine = IndexEngine::open(&path, SearchLanguage::ENGLISH).unwrap();
         engine
-            .replace_page(
+            .replace_note(
                 "a.md",
                 &[tagged("b1", "a.md", "persistent words", &["kept"])],
             )
             .unwrap();
         engine.commit().unwrap();
     }
-    let engine = IndexEngine::open(&path).unwrap();
-    assert_eq!(engine.doc_count(), 1);
+    let engine = IndexEngine::open(&path, SearchLanguage::ENGLISH).unwrap();
+    assert_eq!(engine.doc_count().unwrap(), 1);
     assert_eq!(search_ids(&engine, "persistent"), ["b1"]);
     assert_eq!(ids(&engine.search_by_tag("kept", 10, 0).unwrap()), ["b1"]);
     // Writable after reopening.
     engine
-        .replace_page("b.md", &[block("b2", "b.md", "more words")])
+        .replace_note("b.md", &[block("b2", "b.md", "more words")])
         .unwrap();
     engine.commit().unwrap();
     assert_eq!(search_ids(&engine, "words"), ["b1", "b2"]);
@@ -531,24 +667,27 @@ fn a_reopened_index_keeps_its_data() {
 fn populated_dir() -> (TempDir, std::path::PathBuf) {
     let dir = TempDir::new().unwrap();
     let path = dir.path().join("search");
-    let engine = IndexEngine::open(&path).unwrap();
+    let engine = IndexEngine::open(&path, SearchLanguage::ENGLISH).unwrap();
     engine
-        .replace_page("a.md", &[block("b1", "a.md", "words")])
+        .replace_note("a.md", &[block("b1", "a.md", "words")])
         .unwrap();
     engine.commit().unwrap();
     (dir, path)
 }
 
 fn assert_recreate_fixes(path: &Path) {
-    let engine = IndexEngine::recreate(path).unwrap();
-    assert_eq!(engine.doc_count(), 0);
+    let engine = IndexEngine::recreate(path, SearchLanguage::ENGLISH).unwrap();
+    assert_eq!(engine.doc_count().unwrap(), 0);
     engine
-        .replace_page("a.md", &[block("b1", "a.md", "fresh")])
+        .replace_note("a.md", &[block("b1", "a.md", "fresh")])
         .unwrap();
     engine.commit().unwrap();
     drop(engine);
     assert_eq!(
-        search_ids(&IndexEngine::open(path).unwrap(), "fresh"),
+        search_ids(
+            &IndexEngine::open(path, SearchLanguage::ENGLISH).unwrap(),
+            "fresh"
+        ),
         ["b1"]
     );
 }
@@ -557,7 +696,7 @@ fn assert_recreate_fixes(path: &Path) {
 fn unreadable_metadata_is_corrupt_and_recreate_fixes_it() {
     let (_dir, path) = populated_dir();
     std::fs::write(path.join("meta.json"), "{ not json").unwrap();
-    let err = IndexEngine::open(&path).unwrap_err();
+    let err = IndexEngine::open(&path, SearchLanguage::ENGLISH).unwrap_err();
     assert!(matches!(err, IndexError::Corrupt(_)), "{err:?}");
     assert!(err.needs_rebuild());
     let kb: pkm_core::KbError = err.into();
@@ -575,7 +714,7 @@ fn leftover_files_without_metadata_are_corrupt() {
     let (_dir, path) = populated_dir();
     std::fs::remove_file(path.join("meta.json")).unwrap();
     assert!(matches!(
-        IndexEngine::open(&path),
+        IndexEngine::open(&path, SearchLanguage::ENGLISH),
         Err(IndexError::Corrupt(_))
     ));
     assert_recreate_fixes(&path);
@@ -586,12 +725,12 @@ fn another_schema_version_is_a_mismatch() {
     let (_dir, path) = populated_dir();
     std::fs::write(path.join("pkm-schema-version"), "pkm-index/0\n").unwrap();
     assert!(matches!(
-        IndexEngine::open(&path),
+        IndexEngine::open(&path, SearchLanguage::ENGLISH),
         Err(IndexError::SchemaMismatch)
     ));
     std::fs::remove_file(path.join("pkm-schema-version")).unwrap();
     assert!(matches!(
-        IndexEngine::open(&path),
+        IndexEngine::open(&path, SearchLanguage::ENGLISH),
         Err(IndexError::SchemaMismatch)
     ));
     assert_recreate_fixes(&path);
@@ -600,11 +739,11 @@ fn another_schema_version_is_a_mismatch() {
 #[test]
 fn an_index_held_by_another_engine_is_locked_not_corrupt() {
     let (_dir, path) = populated_dir();
-    let first = IndexEngine::open(&path).unwrap();
-    let err = IndexEngine::open(&path).unwrap_err();
+    let first = IndexEngine::open(&path, SearchLanguage::ENGLISH).unwrap();
+    let err = IndexEngine::open(&path, SearchLanguage::ENGLISH).unwrap_err();
     assert!(matches!(err, IndexError::Tantivy(_)), "{err:?}");
     assert!(!err.needs_rebuild());
-    assert_eq!(first.doc_count(), 1);
+    assert_eq!(first.doc_count().unwrap(), 1);
 }
 
 #[test]
@@ -756,7 +895,7 @@ fn searches_run_while_pages_are_replaced() {
     for p in 0..10 {
         let path = format!("p{p}.md");
         engine
-            .replace_page(
+            .replace_note(
                 &path,
                 &[block(&format!("{path}#0"), &path, "stable content v0")],
             )
@@ -790,13 +929,13 @@ fn searches_run_while_pages_are_replaced() {
             &format!("stable content v{round}"),
             &["t"],
         );
-        engine.replace_page(&path, &[doc]).unwrap();
+        engine.replace_note(&path, &[doc]).unwrap();
         engine.commit().unwrap();
     }
     done.store(true, Ordering::SeqCst);
     for reader in readers {
         reader.join().unwrap();
     }
-    assert_eq!(engine.doc_count(), 10);
+    assert_eq!(engine.doc_count().unwrap(), 10);
     assert_eq!(search_ids(&engine, "v10"), ["p0.md#10"]);
 }

@@ -243,7 +243,7 @@ pub fn index_status(app: &App) -> KbResult<IndexStatus> {
         index_fresh: app.index_fresh(),
         indexed_pages: total_pages.saturating_sub(lagging),
         total_pages,
-        indexed_blocks: app.index.doc_count(),
+        indexed_blocks: app.index.doc_count().map_err(KbError::from)?,
         last_indexed_at: app
             .store
             .get_meta("last_indexed_at")

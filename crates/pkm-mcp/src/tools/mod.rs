@@ -114,7 +114,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_search",
-        "Full-text search (BM25) across the blocks of all notes; every word must match. Returns highlighted snippets, the total match count and next_offset for paging.",
+        "Full-text search (BM25) over notes: every word must be in the note's text or names (title, aliases, file name), which rank first; stemmed, with a typo or one word fewer when nothing matches. One result per note, at its best block, with a highlighted snippet; the total count of notes and next_offset for paging.",
         Scope::Search,
         schema!("kb_search"),
         READ,

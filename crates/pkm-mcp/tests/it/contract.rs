@@ -467,7 +467,7 @@ fn oversized_notes_are_an_error_that_says_how_to_read_them() {
     let list = s.request("resources/list", json!({}));
     let uris: Vec<&str> = list["result"]["resources"]
         .as_array()
-        .unwrap()
+        .unwrap_or_else(|| panic!("{list}"))
         .iter()
         .filter_map(|r| r["uri"].as_str())
         .collect();
