@@ -49,6 +49,9 @@ const VERSION_FILE: &str = "pkm-schema-version";
 /// the store is still being written, 2.9 s; 120 MB leaves one large flush for the end, 3.4 s.
 const WRITER_MEMORY_BYTES: usize = 30_000_000;
 
+/// Blocks of a hit note looked at for one that is not empty (see [`IndexEngine::search`]).
+const BLOCKS_TRIED: usize = 4;
+
 /// Approximate length of a snippet, in bytes of the block's text.
 const SNIPPET_MAX_BYTES: usize = 160;
 
@@ -481,17 +484,28 @@ impl IndexEngine {
             let Some(page_path) = self.page_path_of(&searcher, note)? else {
                 continue;
             };
+            // The best block; when only a name matched, that is the first block, unless it is
+            // empty (a properties-only first block): then the next one that says something.
             let best = block_query(fields, &page_path, &clauses, matching);
-            let top = TopDocs::with_limit(1).order_by((
+            let top = TopDocs::with_limit(BLOCKS_TRIED).order_by((
                 (SortBySimilarityScore, Order::Desc),
                 (
                     SortByStaticFastValue::<u64>::for_field(POSITION),
                     Order::Asc,
                 ),
             ));
-            if let Some((_, block)) = searcher.search(&*best, &top)?.into_iter().next() {
-                hits.push(self.hit(&searcher, block, score, Some(&snippets))?);
+            let mut chosen = None;
+            for (_, block) in searcher.search(&*best, &top)? {
+                let hit = self.hit(&searcher, block, score, Some(&snippets))?;
+                let said = !hit.content.trim().is_empty();
+                if chosen.is_none() || said {
+                    chosen = Some(hit);
+                }
+                if said {
+                    break;
+                }
             }
+            hits.extend(chosen);
         }
         Ok(SearchPage {
             hits,

@@ -8,9 +8,11 @@
 //! usually over-long, unsearchable token. Indexing each ideograph alone makes CJK text findable;
 //! the query builder turns a run of them back into a phrase.
 
+use std::collections::HashMap;
+
 use tantivy::tokenizer::{
-    AsciiFoldingFilter, Language, LowerCaser, RemoveLongFilter, Stemmer, TextAnalyzer, Token,
-    TokenStream, Tokenizer,
+    AsciiFoldingFilter, Language, LowerCaser, RawTokenizer, RemoveLongFilter, Stemmer,
+    TextAnalyzer, Token, TokenFilter, TokenStream, Tokenizer,
 };
 
 /// The name under which the analyzer is registered with the index.
@@ -88,11 +90,104 @@ pub(crate) fn analyzer(language: SearchLanguage) -> TextAnalyzer {
         .filter(LowerCaser)
         .dynamic();
     match language.0 {
-        Some(language) => builder.filter_dynamic(Stemmer::new(language)),
+        Some(language) => builder.filter_dynamic(CachedStemmer::new(language)),
         None => builder,
     }
     .filter_dynamic(AsciiFoldingFilter)
     .build()
+}
+
+/// Words remembered by one [`CachedStemmer`] before it starts over.
+const STEM_CACHE_WORDS: usize = 1 << 16;
+
+/// tantivy's Snowball [`Stemmer`], remembering the stem of each word it has seen. A vault's
+/// vocabulary is small next to its word count, and a Snowball stem costs ~300 ns; the cache made
+/// stemming nearly free at indexing time (measured on the 10k-note bench vault: +55 % CPU for a
+/// cold index with the plain stemmer). The cache lives in the analyzer's copy, one per indexing
+/// segment or search.
+#[derive(Clone)]
+pub(crate) struct CachedStemmer {
+    stemmer: TextAnalyzer,
+    cache: HashMap<String, String>,
+}
+
+impl CachedStemmer {
+    fn new(language: Language) -> CachedStemmer {
+        CachedStemmer {
+            stemmer: TextAnalyzer::builder(RawTokenizer::default())
+                .filter(Stemmer::new(language))
+                .build(),
+            cache: HashMap::new(),
+        }
+    }
+
+    fn stem(&mut self, word: &mut String) {
+        if let Some(stem) = self.cache.get(word.as_str()) {
+            word.clear();
+            word.push_str(stem);
+            return;
+        }
+        let stem = match self.stemmer.token_stream(word).next() {
+            Some(token) => token.text.clone(),
+            None => return,
+        };
+        if self.cache.len() >= STEM_CACHE_WORDS {
+            self.cache.clear();
+        }
+        self.cache
+            .insert(std::mem::replace(word, stem.clone()), stem);
+    }
+}
+
+impl TokenFilter for CachedStemmer {
+    type Tokenizer<T: Tokenizer> = CachedStemmerFilter<T>;
+
+    fn transform<T: Tokenizer>(self, inner: T) -> CachedStemmerFilter<T> {
+        CachedStemmerFilter {
+            inner,
+            stemmer: self,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct CachedStemmerFilter<T> {
+    inner: T,
+    stemmer: CachedStemmer,
+}
+
+impl<T: Tokenizer> Tokenizer for CachedStemmerFilter<T> {
+    type TokenStream<'a> = CachedStemmerStream<'a, T::TokenStream<'a>>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
+        CachedStemmerStream {
+            tail: self.inner.token_stream(text),
+            stemmer: &mut self.stemmer,
+        }
+    }
+}
+
+pub(crate) struct CachedStemmerStream<'a, T> {
+    tail: T,
+    stemmer: &'a mut CachedStemmer,
+}
+
+impl<T: TokenStream> TokenStream for CachedStemmerStream<'_, T> {
+    fn advance(&mut self) -> bool {
+        if !self.tail.advance() {
+            return false;
+        }
+        self.stemmer.stem(&mut self.tail.token_mut().text);
+        true
+    }
+
+    fn token(&self) -> &Token {
+        self.tail.token()
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        self.tail.token_mut()
+    }
 }
 
 /// Whether `c` belongs to a script written without spaces between words, which is therefore
@@ -275,6 +370,22 @@ mod tests {
         );
         assert_eq!(stems("english", "to be or not to be").len(), 6);
         assert_eq!(stems("english", "东京"), ["东", "京"]);
+    }
+
+    #[test]
+    fn the_cache_gives_the_stemmer_s_answer() {
+        let mut cached = CachedStemmer::new(Language::English);
+        let mut plain = TextAnalyzer::builder(RawTokenizer::default())
+            .filter(Stemmer::new(Language::English))
+            .build();
+        for _ in 0..2 {
+            for word in ["references", "running", "alias", "aliases", "東", ""] {
+                let mut got = word.to_owned();
+                cached.stem(&mut got);
+                let want = plain.token_stream(word).next().map(|t| t.text.clone());
+                assert_eq!(Some(got), want.or(Some(String::new())), "{word}");
+            }
+        }
     }
 
     #[test]

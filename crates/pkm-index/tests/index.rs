@@ -266,6 +266,15 @@ fn aliases_and_the_file_name_are_names() {
         )
         .unwrap();
     engine.commit().unwrap();
+    engine
+        .replace_note(
+            "Kayak.md",
+            &[block("k0", "", "  "), block("k1", "", "Boat maintenance.")],
+        )
+        .unwrap();
+    engine.commit().unwrap();
+    // Only the name matched and the first block is empty: the first block that says something.
+    assert_eq!(search_ids(&engine, "kayak"), ["k1"]);
     for query in ["grace hopper", "amazing grace", "ghopper"] {
         let page = engine.search(query, 10, 0).unwrap();
         assert_eq!(page.hits[0].page_path, "people/ghopper.md", "{query}");
