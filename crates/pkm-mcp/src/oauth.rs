@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use parking_lot::RwLock;
-use reqwest::Url;
 use serde::Deserialize;
 use serde_json::Value;
+use url::Url;
 
 use crate::scope::Scope;
 use crate::tokens::{Credential, Principal};
@@ -241,6 +241,114 @@ fn parse_jwks(doc: &Value) -> Vec<Arc<Key>> {
     out
 }
 
+/// A minimal HTTPS (or loopback HTTP) GET client for discovery documents and key sets: one
+/// connection per fetch (fetches are rare), HTTP/1.1, rustls with the ring provider and the
+/// operating system's root certificates, no redirects, bounded in time and size.
+struct Fetcher {
+    tls: tokio_rustls::TlsConnector,
+}
+
+impl Fetcher {
+    fn new() -> Result<Fetcher, String> {
+        use tokio_rustls::rustls::{ClientConfig, RootCertStore};
+        let mut roots = RootCertStore::empty();
+        let found = rustls_native_certs::load_native_certs();
+        for e in &found.errors {
+            tracing::warn!(error = %e, "cannot load some of the system's root certificates");
+        }
+        let (added, _) = roots.add_parsable_certificates(found.certs);
+        if added == 0 {
+            tracing::warn!(
+                "no system root certificates found: https fetches from the OAuth issuer will fail (install ca-certificates)"
+            );
+        }
+        let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+        let mut config = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("cannot set up TLS for --oauth-issuer: {e}"))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Fetcher {
+            tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
+        })
+    }
+
+    /// One request/response on an open connection.
+    async fn exchange<S>(
+        io: S,
+        req: hyper::Request<http_body_util::Empty<hyper::body::Bytes>>,
+    ) -> Result<(u16, Vec<u8>), String>
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        use http_body_util::BodyExt;
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io))
+                .await
+                .map_err(|e| e.to_string())?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+        let status = resp.status().as_u16();
+        let body = http_body_util::Limited::new(resp.into_body(), FETCH_MAX_BYTES)
+            .collect()
+            .await
+            .map_err(|e| format!("reading the body: {e}"))?
+            .to_bytes();
+        Ok((status, body.to_vec()))
+    }
+
+    /// GETs `url`: its status and body.
+    async fn get(&self, url: &Url) -> Result<(u16, Vec<u8>), String> {
+        let host = url.host_str().ok_or("no host")?;
+        let port = url.port_or_known_default().ok_or("no port")?;
+        let authority = match url.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.to_owned(),
+        };
+        let mut target = url.path().to_owned();
+        if let Some(q) = url.query() {
+            target.push('?');
+            target.push_str(q);
+        }
+        let req = hyper::Request::get(target)
+            .header(hyper::header::HOST, authority)
+            .header(hyper::header::ACCEPT, "application/json")
+            .header(
+                hyper::header::USER_AGENT,
+                concat!("stratum-mcp/", env!("CARGO_PKG_VERSION")),
+            )
+            .body(http_body_util::Empty::new())
+            .map_err(|e| e.to_string())?;
+        let bare = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let fetch = async {
+            let tcp = tokio::net::TcpStream::connect((bare.as_str(), port))
+                .await
+                .map_err(|e| format!("cannot connect: {e}"))?;
+            if url.scheme() == "https" {
+                let name = tokio_rustls::rustls::pki_types::ServerName::try_from(bare.clone())
+                    .map_err(|e| format!("bad server name: {e}"))?;
+                let tls = self
+                    .tls
+                    .connect(name, tcp)
+                    .await
+                    .map_err(|e| format!("TLS: {e}"))?;
+                Fetcher::exchange(tls, req).await
+            } else {
+                Fetcher::exchange(tcp, req).await
+            }
+        };
+        tokio::time::timeout(FETCH_TIMEOUT, fetch)
+            .await
+            .unwrap_or_else(|_| Err(format!("no answer within {}s", FETCH_TIMEOUT.as_secs())))
+    }
+}
+
 /// What fetching remembers between fetches.
 #[derive(Default)]
 struct FetchState {
@@ -253,7 +361,7 @@ struct FetchState {
 pub struct OAuthVerifier {
     issuer: String,
     audience: String,
-    http: reqwest::Client,
+    fetcher: Fetcher,
     keys: RwLock<KeySet>,
     fetch: tokio::sync::Mutex<FetchState>,
     refreshing: AtomicBool,
@@ -273,20 +381,10 @@ impl OAuthVerifier {
     /// yet: call [`OAuthVerifier::refresh`] once at start.
     pub fn new(issuer: &str, audience: &str) -> Result<OAuthVerifier, String> {
         check_flags(issuer, audience)?;
-        let https_only = Url::parse(issuer).is_ok_and(|u| u.scheme() == "https");
-        // reqwest's rustls needs a process-wide provider: the same ring provider as the TLS door.
-        let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
-            .timeout(FETCH_TIMEOUT)
-            .https_only(https_only)
-            .redirect(reqwest::redirect::Policy::limited(3))
-            .user_agent(concat!("stratum-mcp/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| format!("cannot set up the HTTP client for --oauth-issuer: {e}"))?;
         Ok(OAuthVerifier {
             issuer: issuer.to_owned(),
             audience: audience.to_owned(),
-            http,
+            fetcher: Fetcher::new()?,
             keys: RwLock::new(KeySet::default()),
             fetch: tokio::sync::Mutex::new(FetchState::default()),
             refreshing: AtomicBool::new(false),
@@ -339,22 +437,13 @@ impl OAuthVerifier {
         if !secure_or_loopback(url) {
             return Err(format!("{url} is neither https nor loopback"));
         }
-        let mut resp = self
-            .http
-            .get(url.clone())
-            .header(reqwest::header::ACCEPT, "application/json")
-            .send()
+        let (status, body) = self
+            .fetcher
+            .get(url)
             .await
             .map_err(|e| format!("GET {url}: {e}"))?;
-        if !resp.status().is_success() {
-            return Err(format!("GET {url}: HTTP {}", resp.status().as_u16()));
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = resp.chunk().await.map_err(|e| format!("GET {url}: {e}"))? {
-            body.extend_from_slice(&chunk);
-            if body.len() > FETCH_MAX_BYTES {
-                return Err(format!("GET {url}: more than {FETCH_MAX_BYTES} bytes"));
-            }
+        if !(200..300).contains(&status) {
+            return Err(format!("GET {url}: HTTP {status}"));
         }
         let v: Value =
             serde_json::from_slice(&body).map_err(|e| format!("GET {url}: not JSON: {e}"))?;
