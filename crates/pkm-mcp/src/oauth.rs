@@ -35,6 +35,8 @@ use crate::tokens::{Credential, Principal};
 pub const KEYS_MAX_AGE: Duration = Duration::from_secs(15 * 60);
 /// An unknown `kid` refetches the keys at most this often.
 pub const UNKNOWN_KID_REFETCH_INTERVAL: Duration = Duration::from_secs(5);
+/// A background refresh (stale keys, or an issuer that was down) starts at most this often.
+const BACKGROUND_RETRY: Duration = Duration::from_secs(30);
 /// Clock skew allowed on `exp` and `nbf`.
 pub const LEEWAY_SECONDS: u64 = 30;
 /// How long one request to the issuer may take.
@@ -94,9 +96,22 @@ pub fn check_flags(issuer: &str, audience: &str) -> Result<(), String> {
              e.g. https://kb.example.com/mcp"
         ));
     }
-    if aud.fragment().is_some() {
+    if aud.fragment().is_some() || aud.query().is_some() {
         return Err(format!(
-            "--oauth-audience {audience:?} must not have a fragment (RFC 8707)"
+            "--oauth-audience {audience:?} must not have a query or fragment (RFC 8707)"
+        ));
+    }
+    // The metadata is served at a path made from the audience's: keep it a plain path.
+    let plain = aud.path().split('/').skip(1).all(|seg| {
+        seg != "."
+            && seg != ".."
+            && seg
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
+    });
+    if !plain {
+        return Err(format!(
+            "--oauth-audience {audience:?}: its path may hold only letters, digits, '-', '.', '_', '~'"
         ));
     }
     Ok(())
@@ -365,6 +380,8 @@ pub struct OAuthVerifier {
     keys: RwLock<KeySet>,
     fetch: tokio::sync::Mutex<FetchState>,
     refreshing: AtomicBool,
+    /// When the last background refresh started: one at most every [`BACKGROUND_RETRY`].
+    last_background: parking_lot::Mutex<Option<Instant>>,
 }
 
 impl std::fmt::Debug for OAuthVerifier {
@@ -388,6 +405,7 @@ impl OAuthVerifier {
             keys: RwLock::new(KeySet::default()),
             fetch: tokio::sync::Mutex::new(FetchState::default()),
             refreshing: AtomicBool::new(false),
+            last_background: parking_lot::Mutex::new(None),
         })
     }
 
@@ -556,8 +574,18 @@ impl OAuthVerifier {
             .read()
             .fetched
             .is_none_or(|t| t.elapsed() >= KEYS_MAX_AGE);
-        if !stale || self.refreshing.swap(true, Ordering::AcqRel) {
+        if !stale {
             return;
+        }
+        {
+            let mut last = self.last_background.lock();
+            if last.is_some_and(|t| t.elapsed() < BACKGROUND_RETRY) {
+                return;
+            }
+            if self.refreshing.swap(true, Ordering::AcqRel) {
+                return;
+            }
+            *last = Some(Instant::now());
         }
         let me = Arc::clone(self);
         tokio::spawn(async move {
@@ -625,7 +653,10 @@ impl OAuthVerifier {
             }
             if keys.is_empty() {
                 return Err(Refusal::new(match kid {
-                    Some(kid) => format!("no signing key {kid:?} published by the issuer"),
+                    Some(kid) => format!(
+                        "no signing key {:?} published by the issuer",
+                        kid.chars().take(64).collect::<String>()
+                    ),
                     None => "no signing key of the issuer fits the token".to_owned(),
                 }));
             }
@@ -692,6 +723,9 @@ mod tests {
         assert!(check_flags("https://id.example.com?x=1", "https://kb.example.com/mcp").is_err());
         assert!(check_flags("not a url", "https://kb.example.com/mcp").is_err());
         assert!(check_flags("https://id.example.com", "/mcp").is_err());
+        assert!(check_flags("https://id.example.com", "https://kb.example.com/:mcp").is_err());
+        assert!(check_flags("https://id.example.com", "https://kb.example.com/{x}").is_err());
+        assert!(check_flags("https://id.example.com", "https://kb.example.com/mcp?a=1").is_err());
     }
 
     #[test]

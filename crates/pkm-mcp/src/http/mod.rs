@@ -450,9 +450,12 @@ pub fn run(args: ServeArgs) -> Result<(), Exit> {
         HttpState::new(StratumServer::with_host(host), auth, config).map_err(|m| Exit(2, m))?;
     let runtime = crate::cli::new_runtime()?;
     if let Some(oauth) = oauth {
-        // Keys fetched before the first request; an issuer that is down now is asked again when
-        // a token arrives (the failure is logged, the server still starts).
-        let _ = runtime.block_on(oauth.refresh());
+        // The keys are fetched while the server starts listening: a token that comes first waits
+        // for this fetch (not another one). An issuer that is down now is logged, and asked again
+        // when a token with an unknown key arrives.
+        runtime.spawn(async move {
+            let _ = oauth.refresh().await;
+        });
     }
     runtime.block_on(serve_until_signal(args, state, tls))
 }
