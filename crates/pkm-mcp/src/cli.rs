@@ -81,6 +81,15 @@ pub struct ServeArgs {
     /// Serve HTTP without authentication; only allowed on a loopback bind address.
     #[arg(long, env = "STRATUM_MCP_NO_AUTH")]
     pub no_auth: bool,
+    /// OAuth 2.1 authorization server whose JWT access tokens --http accepts beside personal
+    /// access tokens (its RFC 8414 / OpenID discovery base, e.g. https://id.example.com/realms/kb);
+    /// needs --oauth-audience.
+    #[arg(long, env = "STRATUM_MCP_OAUTH_ISSUER", value_name = "URL")]
+    pub oauth_issuer: Option<String>,
+    /// This server's public URL as OAuth resource (RFC 8707), e.g. https://kb.example.com/mcp:
+    /// access tokens must carry it in aud; needs --oauth-issuer.
+    #[arg(long, env = "STRATUM_MCP_OAUTH_AUDIENCE", value_name = "URI")]
+    pub oauth_audience: Option<String>,
     /// TLS certificate chain (PEM) to serve HTTPS natively; needs --tls-key.
     #[arg(
         long,

@@ -8,6 +8,7 @@ pub mod errors;
 pub mod http;
 pub mod lead;
 pub mod notify;
+pub mod oauth;
 pub mod schema;
 pub mod scope;
 pub mod server;

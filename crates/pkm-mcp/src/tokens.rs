@@ -154,11 +154,33 @@ impl TokenStore {
     }
 }
 
-/// An authenticated token: its name (for logs and rate-limit keys) and scopes.
+/// What kind of bearer a principal presented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credential {
+    /// A personal access token of the token store; the principal is named after the token.
+    Pat,
+    /// A JWT access token of the `--oauth-issuer`; the principal is named by its `sub` claim.
+    OAuth,
+}
+
+/// An authenticated caller: its name (for logs, session binding and rate-limit keys), scopes,
+/// and what it presented.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
     pub name: String,
     pub scopes: Vec<Scope>,
+    pub credential: Credential,
+}
+
+impl Principal {
+    /// The key of the caller's rate-limit buckets and sessions: a token name and a subject live
+    /// in different name spaces.
+    pub fn key(&self) -> String {
+        match self.credential {
+            Credential::Pat => format!("token:{}", self.name),
+            Credential::OAuth => format!("sub:{}", self.name),
+        }
+    }
 }
 
 /// The token file's (mtime, size) when last read, and its records.
@@ -209,6 +231,7 @@ impl TokenVerifier {
                 found = Some(Principal {
                     scopes: rec.scopes.iter().filter_map(|s| s.parse().ok()).collect(),
                     name: rec.name,
+                    credential: Credential::Pat,
                 });
             }
         }

@@ -6,6 +6,11 @@
 //! Content-Type, JSON and JSON-RPC shape, `MCP-Protocol-Version`, the token, the session, then per
 //! message the rate limit and the dispatcher (which checks scopes). The door knows no tool by name:
 //! rate-limit tiers come from `tools::find(name).scope`.
+//!
+//! With `--oauth-issuer` and `--oauth-audience` the door is also an OAuth 2.1 resource server
+//! (`crate::oauth`): it serves its protected resource metadata (RFC 9728) and accepts the issuer's
+//! JWT access tokens beside personal access tokens; 401 and 403 then carry the `WWW-Authenticate`
+//! challenges of the MCP authorization spec.
 
 mod guard;
 pub mod metrics;
@@ -32,6 +37,7 @@ use tokio::net::TcpListener;
 
 use crate::cli::{Exit, ServeArgs};
 use crate::errors::{Kind, McpError};
+use crate::oauth::{OAuthVerifier, PRM_PATH};
 use crate::server::{StratumServer, VERSION};
 use crate::tokens::TokenVerifier;
 
@@ -70,11 +76,15 @@ pub struct HttpConfig {
     /// Browser origins to accept (`--allowed-origin`); loopback origins are always accepted.
     pub allowed_origins: Vec<String>,
     pub rate_limits: RateLimits,
+    /// JWT access tokens of an OAuth issuer (`--oauth-issuer`), beside the personal access tokens
+    /// of [`Auth::Tokens`]; ignored with [`Auth::Disabled`].
+    pub oauth: Option<Arc<OAuthVerifier>>,
 }
 
 struct Shared {
     server: StratumServer,
     auth: Auth,
+    oauth: Option<Arc<OAuthVerifier>>,
     base: String,
     guard: guard::Guard,
     sessions: session::SessionStore,
@@ -102,10 +112,15 @@ impl HttpState {
         store: Arc<dyn RateStore>,
     ) -> Result<HttpState, String> {
         let base = guard::normalize_base(&config.base)?;
+        let oauth = match auth {
+            Auth::Disabled => None,
+            Auth::Tokens(_) => config.oauth,
+        };
         Ok(HttpState {
             shared: Arc::new(Shared {
                 server,
                 auth,
+                oauth,
                 base,
                 guard: guard::Guard::new(&config.allowed_hosts, &config.allowed_origins),
                 sessions: session::SessionStore::new(),
@@ -155,16 +170,32 @@ impl Connected<IncomingStream<'_, tls::TlsListener>> for ClientAddr {
     }
 }
 
-/// The routes: `POST|DELETE <base>/mcp` (`GET` → 405) and `GET <base>/health`, behind the Host and
-/// Origin checks and a tracing span per request.
+/// The routes: `POST|DELETE <base>/mcp` (`GET` → 405) and `GET <base>/health`, and with OAuth the
+/// protected resource metadata, behind the Host and Origin checks and a tracing span per request.
 pub fn router(state: HttpState) -> Router {
     let base = state.shared.base.clone();
-    Router::new()
+    let mut router = Router::new()
         .route(
             &format!("{base}/mcp"),
             post(rpc::post).delete(rpc::delete).get(get_mcp),
         )
-        .route(&format!("{base}/health"), get(health))
+        .route(&format!("{base}/health"), get(health));
+    if let Some(oauth) = &state.shared.oauth {
+        // RFC 9728 §3.1: at the root, under the base, and with the resource's path appended (both
+        // the audience's path, which clients derive the URL from, and <base>/mcp as served here).
+        let mut paths = vec![
+            PRM_PATH.to_owned(),
+            format!("{base}{PRM_PATH}"),
+            format!("{PRM_PATH}{base}/mcp"),
+            oauth.metadata_path(),
+        ];
+        paths.sort();
+        paths.dedup();
+        for path in paths {
+            router = router.route(&path, get(protected_resource_metadata));
+        }
+    }
+    router
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), guard::check))
         .layer(middleware::from_fn_with_state(state.clone(), trace))
@@ -208,6 +239,21 @@ async fn not_found() -> Response {
     let e = McpError::new(Kind::InvalidRequest, "no such endpoint")
         .with_hint("MCP is served at <base>/mcp, health at <base>/health.");
     error_response(StatusCode::NOT_FOUND, &e)
+}
+
+/// `GET /.well-known/oauth-protected-resource[...]` (RFC 9728): no auth.
+async fn protected_resource_metadata(State(state): State<HttpState>) -> Response {
+    match &state.shared.oauth {
+        Some(oauth) => {
+            let mut r = json_response(StatusCode::OK, &oauth.metadata());
+            r.headers_mut().insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("public, max-age=3600"),
+            );
+            r
+        }
+        None => not_found().await,
+    }
 }
 
 /// `GET <base>/health` (contract §12): no auth, a cheap query of the store.
@@ -289,6 +335,16 @@ pub fn check_flags(args: &ServeArgs) -> Result<(), String> {
         return Err("--tls-cert and --tls-key go together".into());
     }
     guard::normalize_base(&args.base)?;
+    match (&args.oauth_issuer, &args.oauth_audience) {
+        (Some(issuer), Some(audience)) => {
+            if args.no_auth {
+                return Err("--oauth-issuer and --no-auth exclude each other".into());
+            }
+            crate::oauth::check_flags(issuer, audience)?;
+        }
+        (None, None) => {}
+        _ => return Err("--oauth-issuer and --oauth-audience go together".into()),
+    }
     Ok(())
 }
 
@@ -377,15 +433,30 @@ pub fn run(args: ServeArgs) -> Result<(), Exit> {
             args.token_store.as_deref(),
         ))))
     };
+    let oauth = match (&args.oauth_issuer, &args.oauth_audience) {
+        (Some(issuer), Some(audience)) => Some(Arc::new(
+            OAuthVerifier::new(issuer, audience).map_err(|m| Exit(2, m))?,
+        )),
+        _ => None,
+    };
     let config = HttpConfig {
         base: args.base.clone(),
         allowed_hosts: allowed_hosts(&args),
         allowed_origins: args.allowed_origin.clone(),
         rate_limits,
+        oauth: oauth.clone(),
     };
     let state =
         HttpState::new(StratumServer::with_host(host), auth, config).map_err(|m| Exit(2, m))?;
     let runtime = crate::cli::new_runtime()?;
+    if let Some(oauth) = oauth {
+        // The keys are fetched while the server starts listening: a token that comes first waits
+        // for this fetch (not another one). An issuer that is down now is logged, and asked again
+        // when a token with an unknown key arrives.
+        runtime.spawn(async move {
+            let _ = oauth.refresh().await;
+        });
+    }
     runtime.block_on(serve_until_signal(args, state, tls))
 }
 

@@ -17,6 +17,7 @@ use super::{
     error_response, json_response, status_for,
 };
 use crate::errors::{Kind, McpError};
+use crate::oauth::{Refusal, looks_like_jwt};
 use crate::scope::Scope;
 use crate::server::Caller;
 use crate::tokens::Principal;
@@ -120,11 +121,18 @@ struct Identity {
     principal: Option<Principal>,
     /// A token was presented and is unknown or revoked.
     rejected: bool,
+    /// Why an OAuth access token was refused (for `error_description`).
+    why: Option<String>,
 }
 
 impl Identity {
     fn token_name(&self) -> Option<&str> {
         self.principal.as_ref().map(|p| p.name.as_str())
+    }
+
+    /// What sessions are bound to and rate limits keyed on: the token's name or the subject.
+    fn key(&self) -> Option<String> {
+        self.principal.as_ref().map(Principal::key)
     }
 
     fn caller(&self) -> Caller {
@@ -157,6 +165,7 @@ async fn identify(state: &HttpState, headers: &HeaderMap) -> Identity {
                 auth: false,
                 principal: None,
                 rejected: false,
+                why: None,
             };
         }
         Auth::Tokens(v) => std::sync::Arc::clone(v),
@@ -166,8 +175,34 @@ async fn identify(state: &HttpState, headers: &HeaderMap) -> Identity {
             auth: true,
             principal: None,
             rejected: false,
+            why: None,
         };
     };
+    // A JWT goes to the issuer's keys; anything else (a PAT) to the token store.
+    if let Some(oauth) = &state.shared.oauth
+        && looks_like_jwt(&token)
+    {
+        return match oauth.verify(&token).await {
+            Ok(p) => {
+                tracing::Span::current().record("token", p.key().as_str());
+                Identity {
+                    auth: true,
+                    principal: Some(p),
+                    rejected: false,
+                    why: None,
+                }
+            }
+            Err(Refusal(why)) => {
+                tracing::info!(reason = %why, "OAuth access token refused");
+                Identity {
+                    auth: true,
+                    principal: None,
+                    rejected: true,
+                    why: Some(why),
+                }
+            }
+        };
+    }
     // The verifier may re-read the token store from disk.
     let principal = tokio::task::spawn_blocking(move || verifier.verify(&token))
         .await
@@ -181,6 +216,7 @@ async fn identify(state: &HttpState, headers: &HeaderMap) -> Identity {
         auth: true,
         principal,
         rejected,
+        why: None,
     }
 }
 
@@ -241,13 +277,80 @@ fn error_entry(id: Value, e: &McpError) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": e.to_json()})
 }
 
-/// Answers every request of the body with the same error (401, or a session problem).
+/// A quoted-string parameter of `WWW-Authenticate` (RFC 9110 §11.2): printable ASCII without `"`
+/// and `\`.
+fn quoted(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '"' | '\\' => '\'',
+            ' '..='~' => c,
+            _ => '?',
+        })
+        .collect()
+}
+
+fn space_separated(scopes: &[Scope]) -> String {
+    scopes
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The 401 challenge: with OAuth, where the resource metadata is and which scopes to ask for
+/// (MCP authorization; RFC 9728 §5.1, RFC 6750 §3), and why a presented token was refused.
+fn unauthorized_challenge(state: &HttpState, why: Option<&str>) -> HeaderValue {
+    let Some(oauth) = &state.shared.oauth else {
+        return HeaderValue::from_static("Bearer realm=\"stratum-mcp\"");
+    };
+    let mut v = format!(
+        "Bearer resource_metadata=\"{}\", scope=\"{}\"",
+        quoted(&oauth.metadata_url()),
+        space_separated(&Scope::PERSONAL)
+    );
+    if let Some(why) = why {
+        v.push_str(&format!(
+            ", error=\"invalid_token\", error_description=\"{}\"",
+            quoted(why)
+        ));
+    }
+    HeaderValue::from_str(&v).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
+}
+
+/// The 403 challenge of a call lacking scopes (RFC 6750 §3.1): the scopes the caller holds plus
+/// those the refused calls need, so that a new authorization keeps what the old one granted.
+fn insufficient_scope_challenge(
+    state: &HttpState,
+    identity: &Identity,
+    needed: &[Scope],
+) -> Option<HeaderValue> {
+    let oauth = state.shared.oauth.as_ref()?;
+    let mut scopes: Vec<Scope> = identity
+        .principal
+        .as_ref()
+        .map(|p| p.scopes.clone())
+        .unwrap_or_default();
+    scopes.extend_from_slice(needed);
+    scopes.sort();
+    scopes.dedup();
+    let v = format!(
+        "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{}\", error_description=\"the call needs {}\"",
+        space_separated(&scopes),
+        quoted(&oauth.metadata_url()),
+        space_separated(needed)
+    );
+    HeaderValue::from_str(&v).ok()
+}
+
+/// Answers every request of the body with the same error (401, or a session problem); `why`
+/// says why a presented OAuth token was refused.
 fn refuse(
     state: &HttpState,
     batch: bool,
     messages: &[Message],
     e: &McpError,
     status: StatusCode,
+    why: Option<&str>,
 ) -> Response {
     state.shared.metrics.error(e.kind);
     let ids: Vec<Value> = messages
@@ -267,10 +370,8 @@ fn refuse(
     };
     let mut r = json_response(status, &body);
     if status == StatusCode::UNAUTHORIZED {
-        r.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer realm=\"stratum-mcp\""),
-        );
+        r.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, unauthorized_challenge(state, why));
     }
     r
 }
@@ -298,8 +399,8 @@ fn rate_tier(method: &str, params: Option<&Value>) -> Option<Option<Scope>> {
 }
 
 fn rate_key(identity: &Identity, parts: &Parts) -> String {
-    match identity.token_name() {
-        Some(name) => format!("token:{name}"),
+    match identity.key() {
+        Some(key) => key,
         None => match parts.extensions.get::<ConnectInfo<ClientAddr>>() {
             Some(ConnectInfo(ClientAddr(addr))) => format!("ip:{}", addr.ip()),
             None => "ip:unknown".to_owned(),
@@ -421,7 +522,7 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
                 SUPPORTED_PROTOCOL_VERSIONS.join(" and ")
             ),
         );
-        return refuse(&state, batch, &messages, &e, StatusCode::BAD_REQUEST);
+        return refuse(&state, batch, &messages, &e, StatusCode::BAD_REQUEST, None);
     }
 
     let identity = identify(&state, &parts.headers).await;
@@ -433,26 +534,31 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
         } else {
             "Authentication required"
         };
+        let mut e = McpError::new(Kind::Unauthenticated, message);
+        if let Some(why) = &identity.why {
+            e = e.with_hint(format!("The access token was refused: {why}."));
+        }
         return refuse(
             &state,
             batch,
             &messages,
-            &McpError::new(Kind::Unauthenticated, message),
+            &e,
             StatusCode::UNAUTHORIZED,
+            identity.why.as_deref(),
         );
     }
     if !opens_session {
         match parts.headers.get(SESSION_HEADER) {
-            Some(id) if !touch_session(&state, id, identity.token_name()) => {
+            Some(id) if !touch_session(&state, id, identity.key().as_deref()) => {
                 let e = McpError::new(Kind::InvalidRequest, "Unknown or ended session")
                     .with_hint("Start a new session with initialize.");
-                return refuse(&state, batch, &messages, &e, StatusCode::NOT_FOUND);
+                return refuse(&state, batch, &messages, &e, StatusCode::NOT_FOUND, None);
             }
             Some(_) => {}
             None if identity.auth && needs_token => {
                 let e = McpError::new(Kind::InvalidRequest, "Missing Mcp-Session-Id header")
                     .with_hint("Send initialize first and echo its Mcp-Session-Id header on every later request.");
-                return refuse(&state, batch, &messages, &e, StatusCode::BAD_REQUEST);
+                return refuse(&state, batch, &messages, &e, StatusCode::BAD_REQUEST, None);
             }
             None => {}
         }
@@ -479,6 +585,7 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
     let mut worst: Option<Kind> = None;
     let mut retry_after: Option<u64> = None;
     let mut session = None;
+    let mut scopes_needed: Vec<Scope> = Vec::new();
     for m in messages {
         match m {
             Message::Invalid { id, why } => {
@@ -500,21 +607,20 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
                 }
             }
             Message::Request { id, method, params } => {
+                let needs = rate_tier(&method, params.as_ref()).flatten();
                 match dispatch(&state, &identity, &key, &method, params).await {
                     Ok(result) => {
                         if method == "initialize" && session.is_none() {
-                            session = Some(
-                                state
-                                    .shared
-                                    .sessions
-                                    .open(identity.token_name().map(str::to_owned)),
-                            );
+                            session = Some(state.shared.sessions.open(identity.key()));
                         }
                         entries.push(json!({"jsonrpc": "2.0", "id": id, "result": result}));
                     }
                     Err(e) => {
                         state.shared.metrics.error(e.kind);
                         single_status = status_for(e.kind);
+                        if e.kind == Kind::ScopesDenied {
+                            scopes_needed.extend(needs);
+                        }
                         if worst.is_none_or(|w| batch_rank(e.kind) > batch_rank(w)) {
                             worst = Some(e.kind);
                         }
@@ -548,6 +654,13 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
     if let Some(secs) = retry_after {
         headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
+    if response.status() == StatusCode::FORBIDDEN
+        && let Some(challenge) = insufficient_scope_challenge(&state, &identity, &scopes_needed)
+    {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, challenge);
+    }
     response
 }
 
@@ -561,6 +674,7 @@ pub(super) async fn delete(State(state): State<HttpState>, req: Request) -> Resp
             &[],
             &McpError::new(Kind::Unauthenticated, "Invalid or revoked token"),
             StatusCode::UNAUTHORIZED,
+            identity.why.as_deref(),
         );
     }
     let Some(id) = req.headers().get(SESSION_HEADER) else {
@@ -568,9 +682,13 @@ pub(super) async fn delete(State(state): State<HttpState>, req: Request) -> Resp
             .with_hint("Name the session to end.");
         return error_response(StatusCode::BAD_REQUEST, &e);
     };
-    let ended = id
-        .to_str()
-        .is_ok_and(|id| state.shared.sessions.end(id, identity.token_name()).is_ok());
+    let ended = id.to_str().is_ok_and(|id| {
+        state
+            .shared
+            .sessions
+            .end(id, identity.key().as_deref())
+            .is_ok()
+    });
     if ended {
         StatusCode::NO_CONTENT.into_response()
     } else {
