@@ -73,12 +73,15 @@ fn start(root: &Path, tx: &Sender<Msg>, mode: WatchMode) -> notify::Result<AnyWa
     let handler = move |ev| {
         let _ = tx.send(Msg::Event(ev));
     };
+    // Symlinked folders are not watched, as the scan does not enter them: a folder swapped for
+    // a symlink to elsewhere never has the watcher look there.
+    let config = notify::Config::default().with_follow_symlinks(false);
     let mut w: AnyWatcher = match mode {
         WatchMode::Poll(interval) => Box::new(notify::PollWatcher::new(
             handler,
-            notify::Config::default().with_poll_interval(interval),
+            config.with_poll_interval(interval),
         )?),
-        _ => Box::new(notify::recommended_watcher(handler)?),
+        _ => Box::new(notify::RecommendedWatcher::new(handler, config)?),
     };
     w.watch(root, RecursiveMode::Recursive)?;
     Ok(w)
@@ -273,7 +276,9 @@ fn is_echo(app: &App, note: &VaultPath) -> bool {
     let Some(ours) = own.get(note.as_str()) else {
         return false;
     };
-    let now = crate::notefile::read_regular(&app.vault().abs(note))
+    let now = app
+        .root
+        .read_regular(note.as_str())
         .ok()
         .map(|(b, _)| sha256_hex(&b))
         .unwrap_or_default();
