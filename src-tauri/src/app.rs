@@ -122,7 +122,7 @@ impl App {
             KbError::external("opening the vault folder")
         })?;
         let (jobs, queue) = std::sync::mpsc::channel();
-        let dialect = dialect_of(vault.root(), &root);
+        let dialect = dialect_of(&root);
         tracing::info!(dialect = dialect.flavor.as_str(), "vault dialect");
         let app = Arc::new(App {
             dialect,
@@ -270,13 +270,13 @@ impl App {
 /// `.obsidian/` folder; Logseq wins when both are there, since its files' names follow its rules.
 pub fn detect_dialect(root: &std::path::Path) -> Dialect {
     match crate::beneath::Root::open(root) {
-        Ok(handle) => dialect_of(root, &handle),
+        Ok(handle) => dialect_of(&handle),
         Err(_) => Dialect::default(),
     }
 }
 
 /// [`detect_dialect`], reading Logseq's config beneath the vault's handle.
-fn dialect_of(root: &std::path::Path, handle: &crate::beneath::Root) -> Dialect {
+fn dialect_of(handle: &crate::beneath::Root) -> Dialect {
     const CONFIG: &str = "logseq/config.edn";
     if handle
         .facts(CONFIG)
@@ -290,7 +290,10 @@ fn dialect_of(root: &std::path::Path, handle: &crate::beneath::Root) -> Dialect 
             .unwrap_or_default();
         return Dialect::logseq(&text);
     }
-    if root.join(".obsidian").is_dir() {
+    if handle
+        .facts(".obsidian")
+        .is_ok_and(|f| f.kind == crate::beneath::Kind::Dir)
+    {
         return Dialect::of(Flavor::Obsidian);
     }
     Dialect::default()

@@ -748,7 +748,8 @@ pub(crate) fn shown(rel: &Path) -> String {
     rel.to_string_lossy().replace('\\', "/")
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use std::os::unix::fs::symlink;
     use std::path::{Path, PathBuf};

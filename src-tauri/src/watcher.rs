@@ -140,7 +140,15 @@ fn classify(app: &App, path: &Path, kind: &EventKind) -> Option<Change> {
     match VaultPath::from_abs(app.vault(), path) {
         Ok(p) => Some(Change::Note(p)),
         // A folder event (rename, removal) may move many notes at once.
-        Err(_) if path.is_dir() || path.extension().is_none() => Some(Change::Rescan),
+        Err(_)
+            if path.extension().is_none()
+                || app
+                    .root
+                    .facts(&rel.to_string_lossy())
+                    .is_ok_and(|f| f.kind == crate::beneath::Kind::Dir) =>
+        {
+            Some(Change::Rescan)
+        }
         // Editors' backups and temp files (`note.md~`, `note.md.tmp`): not notes.
         Err(_) => None,
     }
