@@ -36,6 +36,9 @@ impl Default for AppConfig {
 /// An opened vault.
 pub struct App {
     pub(crate) vault: Vault,
+    /// The vault's folder, held open: every note is opened, written, renamed, removed and listed
+    /// relative to it, never by absolute path (`beneath.rs`).
+    pub(crate) root: crate::beneath::Root,
     /// The app the vault is kept with, detected at open ([`detect_dialect`]).
     pub(crate) dialect: Dialect,
     pub(crate) store: BlockStore,
@@ -115,12 +118,17 @@ impl App {
                 index
             }
         };
+        let root = crate::beneath::Root::open(vault.root()).map_err(|e| {
+            tracing::error!(error = %e, "cannot open the vault folder");
+            KbError::external("opening the vault folder")
+        })?;
         let (jobs, queue) = std::sync::mpsc::channel();
-        let dialect = detect_dialect(vault.root());
+        let dialect = dialect_of(&root);
         tracing::info!(dialect = dialect.flavor.as_str(), "vault dialect");
         let app = Arc::new(App {
             dialect,
             vault,
+            root,
             store,
             index,
             guard: IndexingGuard::new(),
@@ -296,13 +304,31 @@ pub fn search_language(vault: &Vault) -> KbResult<SearchLanguage> {
 }
 
 pub fn detect_dialect(root: &std::path::Path) -> Dialect {
-    let config = root.join("logseq").join("config.edn");
-    if config.is_file() {
+    match crate::beneath::Root::open(root) {
+        Ok(handle) => dialect_of(&handle),
+        Err(_) => Dialect::default(),
+    }
+}
+
+/// [`detect_dialect`], reading Logseq's config beneath the vault's handle.
+fn dialect_of(handle: &crate::beneath::Root) -> Dialect {
+    const CONFIG: &str = "logseq/config.edn";
+    if handle
+        .facts(CONFIG)
+        .is_ok_and(|f| f.kind == crate::beneath::Kind::File)
+    {
         // An unreadable config still marks a Logseq graph: its defaults apply.
-        let text = std::fs::read_to_string(&config).unwrap_or_default();
+        let text = handle
+            .read_regular(CONFIG)
+            .ok()
+            .and_then(|(bytes, _)| String::from_utf8(bytes).ok())
+            .unwrap_or_default();
         return Dialect::logseq(&text);
     }
-    if root.join(".obsidian").is_dir() {
+    if handle
+        .facts(".obsidian")
+        .is_ok_and(|f| f.kind == crate::beneath::Kind::Dir)
+    {
         return Dialect::of(Flavor::Obsidian);
     }
     Dialect::default()

@@ -6,6 +6,7 @@
 //! `VaultPath`.
 
 pub mod app;
+mod beneath;
 pub mod commands;
 mod convert;
 pub mod dto;

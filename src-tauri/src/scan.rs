@@ -7,7 +7,6 @@
 //! never overwritten by the older text the scan read.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
@@ -15,7 +14,7 @@ use pkm_core::{KbError, KbResult, VaultPath};
 use rayon::prelude::*;
 
 use crate::app::App;
-use pkm_markdown::Dialect;
+use crate::beneath::Kind;
 
 use crate::convert::{Prepared, prepare};
 
@@ -45,7 +44,6 @@ const CHUNK: usize = 512;
 
 struct FileFacts {
     path: VaultPath,
-    abs: PathBuf,
     mtime: SystemTime,
     size: u64,
 }
@@ -78,27 +76,30 @@ fn unsupported_note_format(ext: &str) -> Option<&'static str> {
 
 /// The vault's note files, and the note-like files passed over, with the reason (`.org`, other
 /// markdown extensions, a `.md` whose name is not a valid note path, a FIFO, socket or device).
+/// Listed beneath the vault's handle: a folder swapped for a symlink is never entered.
 fn list_files(app: &App) -> (Vec<FileFacts>, Vec<(String, String)>) {
     let root = app.vault.root();
     let mut passed_over = Vec::new();
-    let files = walkdir::WalkDir::new(root)
-        .follow_links(false)
+    let listed = app.root.list(|rel| {
+        let dot_folder = rel
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        !(dot_folder || app.dialect.in_app_folder(&rel.to_string_lossy()))
+    });
+    let files = listed
         .into_iter()
-        .filter_entry(|e| {
-            let dot_folder =
-                e.file_type().is_dir() && e.file_name().to_string_lossy().starts_with('.');
-            let rel = e.path().strip_prefix(root).unwrap_or(e.path());
-            e.depth() == 0 || !(dot_folder || app.dialect.in_app_folder(&rel.to_string_lossy()))
-        })
-        .filter_map(|e| e.ok())
         // Regular files, and FIFOs, sockets and devices (passed over below, never opened).
-        .filter(|e| !e.file_type().is_dir() && !e.file_type().is_symlink())
+        .filter(|e| e.facts.kind != Kind::Symlink)
         .filter(|e| {
             // A temp file left by a process that died mid-save: this process holds the vault
             // lock, so nobody is writing it any more.
-            let name = e.file_name().to_string_lossy();
-            if e.file_type().is_file() && is_write_temp(&name) {
-                if let Err(err) = std::fs::remove_file(e.path()) {
+            let name = e
+                .rel
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default();
+            if e.facts.kind == Kind::File && is_write_temp(&name) {
+                if let Err(err) = app.root.remove_file(&crate::beneath::shown(&e.rel)) {
                     tracing::warn!(error = %err, "cannot remove a stale temp file");
                 }
                 return false;
@@ -106,10 +107,10 @@ fn list_files(app: &App) -> (Vec<FileFacts>, Vec<(String, String)>) {
             !name.starts_with('.')
         })
         .filter_map(|e| {
-            let path = match VaultPath::from_abs(&app.vault, e.path()) {
+            let path = match VaultPath::from_abs(&app.vault, &root.join(&e.rel)) {
                 Ok(path) => path,
                 Err(err) => {
-                    let ext = e.path().extension().map(|x| x.to_string_lossy());
+                    let ext = e.rel.extension().map(|x| x.to_string_lossy());
                     let why = match ext.as_deref() {
                         Some(x) if x.eq_ignore_ascii_case("md") => {
                             Some(format!("not a valid note path: {err}"))
@@ -118,26 +119,23 @@ fn list_files(app: &App) -> (Vec<FileFacts>, Vec<(String, String)>) {
                         None => None,
                     };
                     if let Some(why) = why {
-                        let rel = e.path().strip_prefix(root).unwrap_or(e.path());
-                        let rel = rel.to_string_lossy().replace('\\', "/");
+                        let rel = crate::beneath::shown(&e.rel);
                         tracing::debug!(path = %rel, reason = %why, "passing over a file");
                         passed_over.push((rel, why));
                     }
                     return None;
                 }
             };
-            if let Some(kind) = crate::notefile::special_kind(e.file_type()) {
+            if let Some(kind) = e.facts.kind.special() {
                 let why = format!("{} ({kind})", crate::notefile::NOT_REGULAR);
                 tracing::debug!(note = %path, reason = %why, "passing over a file");
                 passed_over.push((path.as_str().to_owned(), why));
                 return None;
             }
-            let meta = e.metadata().ok()?;
             Some(FileFacts {
                 path,
-                abs: e.into_path(),
-                mtime: meta.modified().ok()?,
-                size: meta.len(),
+                mtime: e.facts.mtime?,
+                size: e.facts.size,
             })
         })
         .collect();
@@ -149,12 +147,18 @@ enum Read {
     Skipped(String),
 }
 
-fn read_and_prepare(dialect: &Dialect, f: &FileFacts) -> Read {
-    match crate::notefile::read_regular(&f.abs) {
+fn read_and_prepare(app: &App, f: &FileFacts) -> Read {
+    match app.root.read_regular(f.path.as_str()) {
         Err(e) => Read::Skipped(e.reason()),
         Ok((bytes, _)) => match String::from_utf8(bytes) {
             Err(_) => Read::Skipped("not valid UTF-8".into()),
-            Ok(text) => Read::Ready(Box::new(prepare(dialect, &f.path, &text, f.mtime, f.size))),
+            Ok(text) => Read::Ready(Box::new(prepare(
+                &app.dialect,
+                &f.path,
+                &text,
+                f.mtime,
+                f.size,
+            ))),
         },
     }
 }
@@ -245,16 +249,14 @@ pub(crate) fn sync_paths(app: &App, paths: &[VaultPath]) -> KbResult<ScanReport>
         if let Some(row) = app.store.get_page(path).map_err(KbError::from)? {
             known.insert(row.path, (row.mtime_ns, row.size, row.hash));
         }
-        let abs = app.vault.abs(path);
-        if let Ok(meta) = std::fs::metadata(&abs)
-            && meta.is_file()
-            && let Ok(mtime) = meta.modified()
+        if let Ok(facts) = app.root.facts(path.as_str())
+            && facts.kind == Kind::File
+            && let Some(mtime) = facts.mtime
         {
             files.push(FileFacts {
                 path: path.clone(),
-                abs,
                 mtime,
-                size: meta.len(),
+                size: facts.size,
             });
         }
     }
@@ -369,7 +371,7 @@ fn update(
                 let prepared: Vec<(&FileFacts, Read)> = chunk
                     .par_iter()
                     .map(|f| {
-                        let r = read_and_prepare(&app.dialect, f);
+                        let r = read_and_prepare(app, f);
                         progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
                         (*f, r)
                     })
@@ -465,19 +467,18 @@ fn apply_chunk(
 ) -> KbResult<usize> {
     let mut batch: Vec<Prepared> = Vec::with_capacity(prepared.len());
     for (facts, read) in prepared {
-        let now = std::fs::metadata(&facts.abs).ok();
+        let now = app.root.facts(facts.path.as_str()).ok();
         let moved = now
             .as_ref()
-            .is_some_and(|m| m.len() != facts.size || m.modified().ok() != Some(facts.mtime));
+            .is_some_and(|m| m.size != facts.size || m.mtime != Some(facts.mtime));
         let read = if moved {
-            match now.and_then(|m| m.modified().ok().map(|t| (t, m.len()))) {
+            match now.and_then(|m| m.mtime.map(|t| (t, m.size))) {
                 Some((mtime, size)) => read_and_prepare(
-                    &app.dialect,
+                    app,
                     &FileFacts {
                         mtime,
                         size,
                         path: facts.path.clone(),
-                        abs: facts.abs.clone(),
                     },
                 ),
                 None => continue,

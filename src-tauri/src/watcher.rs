@@ -73,12 +73,15 @@ fn start(root: &Path, tx: &Sender<Msg>, mode: WatchMode) -> notify::Result<AnyWa
     let handler = move |ev| {
         let _ = tx.send(Msg::Event(ev));
     };
+    // Symlinked folders are not watched, as the scan does not enter them: a folder swapped for
+    // a symlink to elsewhere never has the watcher look there.
+    let config = notify::Config::default().with_follow_symlinks(false);
     let mut w: AnyWatcher = match mode {
         WatchMode::Poll(interval) => Box::new(notify::PollWatcher::new(
             handler,
-            notify::Config::default().with_poll_interval(interval),
+            config.with_poll_interval(interval),
         )?),
-        _ => Box::new(notify::recommended_watcher(handler)?),
+        _ => Box::new(notify::RecommendedWatcher::new(handler, config)?),
     };
     w.watch(root, RecursiveMode::Recursive)?;
     Ok(w)
@@ -137,7 +140,15 @@ fn classify(app: &App, path: &Path, kind: &EventKind) -> Option<Change> {
     match VaultPath::from_abs(app.vault(), path) {
         Ok(p) => Some(Change::Note(p)),
         // A folder event (rename, removal) may move many notes at once.
-        Err(_) if path.is_dir() || path.extension().is_none() => Some(Change::Rescan),
+        Err(_)
+            if path.extension().is_none()
+                || app
+                    .root
+                    .facts(&rel.to_string_lossy())
+                    .is_ok_and(|f| f.kind == crate::beneath::Kind::Dir) =>
+        {
+            Some(Change::Rescan)
+        }
         // Editors' backups and temp files (`note.md~`, `note.md.tmp`): not notes.
         Err(_) => None,
     }
@@ -273,7 +284,9 @@ fn is_echo(app: &App, note: &VaultPath) -> bool {
     let Some(ours) = own.get(note.as_str()) else {
         return false;
     };
-    let now = crate::notefile::read_regular(&app.vault().abs(note))
+    let now = app
+        .root
+        .read_regular(note.as_str())
         .ok()
         .map(|(b, _)| sha256_hex(&b))
         .unwrap_or_default();

@@ -10,9 +10,8 @@
 //! store never disagree. An index failure leaves file and store correct and marks the index
 //! stale until the next reindex: the index is a cache of the notes.
 
-use std::fs::File;
+use std::ffi::OsString;
 use std::io::Write;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -66,6 +65,10 @@ pub(crate) enum Outcome {
 }
 
 fn io_error(what: &str, path: &VaultPath, e: &std::io::Error) -> KbError {
+    if crate::beneath::is_escape(e) {
+        tracing::warn!(note = %path, "{what} refused: the path leads outside the vault");
+        return crate::commands::page::escapes(path);
+    }
     tracing::error!(note = %path, error = %e, "{what} failed");
     let msg = match e.kind() {
         std::io::ErrorKind::PermissionDenied => format!("{what} failed: permission denied"),
@@ -90,29 +93,24 @@ impl App {
         }
     }
 
-    /// Writes `bytes` to `abs` atomically: a temp file beside it, fsynced, renamed over it, and
-    /// the folder fsynced. The new mtime is `exact` when given, else strictly after
-    /// `not_before`, so that `modified_at` changes on every write even within one clock tick.
+    /// Writes `bytes` to the note at `path` atomically: a temp file beside it, fsynced, renamed
+    /// over it, and the folder fsynced, all relative to the folder's handle (opened beneath the
+    /// vault's, its missing folders created). The new mtime is `exact` when given, else strictly
+    /// after `not_before`, so that `modified_at` changes on every write even within one clock tick.
     fn atomic_write(
         &self,
-        abs: &Path,
+        path: &VaultPath,
         bytes: &[u8],
         not_before: Option<SystemTime>,
         exact: Option<SystemTime>,
     ) -> std::io::Result<SystemTime> {
-        let dir = abs
-            .parent()
-            .ok_or_else(|| std::io::Error::other("note has no folder"))?;
-        std::fs::create_dir_all(dir)?;
-        let name = abs
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let folder = self.root.parent(path.as_str(), true)?;
+        let name = folder.name().to_string_lossy().into_owned();
         // A dot-name: scans and listings never take a temp file for a note.
-        let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+        let tmp = OsString::from(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
         let result = (|| {
             self.step(Step::TempCreate)?;
-            let mut f = File::options().write(true).create_new(true).open(&tmp)?;
+            let mut f = folder.create_new(&tmp)?;
             self.step(Step::TempWrite)?;
             f.write_all(bytes)?;
             let written = f.metadata()?.modified()?;
@@ -126,27 +124,30 @@ impl App {
             }
             self.step(Step::TempSync)?;
             f.sync_all()?;
-            drop(f);
             self.step(Step::Rename)?;
-            std::fs::rename(&tmp, abs)?;
-            Ok(())
+            folder.rename_over(&tmp)?;
+            Ok(f)
         })();
-        if let Err(e) = result {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
+        let f = match result {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = folder.remove(Some(&tmp));
+                return Err(e);
+            }
+        };
         self.step(Step::DirSync)?;
-        sync_dir(dir)?;
-        std::fs::metadata(abs)?.modified()
+        folder.sync()?;
+        f.metadata()?.modified()
     }
 
     /// Puts the previous state of a note back after a failed transaction.
-    fn restore(&self, path: &VaultPath, abs: &Path, before: &Current) {
+    fn restore(&self, path: &VaultPath, before: &Current) {
         let outcome = match (&before.bytes, before.mtime) {
-            (Some(bytes), mtime) => self.atomic_write(abs, bytes, None, mtime).map(|_| ()),
-            (None, _) => {
-                std::fs::remove_file(abs).and_then(|_| abs.parent().map(sync_dir).unwrap_or(Ok(())))
-            }
+            (Some(bytes), mtime) => self.atomic_write(path, bytes, None, mtime).map(|_| ()),
+            (None, _) => self
+                .root
+                .parent(path.as_str(), false)
+                .and_then(|folder| folder.remove(None).and_then(|_| folder.sync())),
         };
         if let Err(e) = outcome {
             tracing::error!(note = %path, error = %e, "could not restore the note after a failed save");
@@ -186,8 +187,7 @@ impl App {
         expected: Option<SystemTime>,
         f: impl FnOnce(&Current) -> KbResult<(Change, T)>,
     ) -> KbResult<(Outcome, T)> {
-        let abs = self.vault.abs(path);
-        let current = match crate::notefile::read_regular(&abs) {
+        let current = match self.root.read_regular(path.as_str()) {
             Ok((bytes, meta)) => Current {
                 mtime: meta.modified().ok(),
                 bytes: Some(bytes),
@@ -197,6 +197,7 @@ impl App {
                 mtime: None,
             },
             Err(ReadFailure::NotRegular) => return Err(crate::commands::page::not_regular(path)),
+            Err(ReadFailure::Escapes) => return Err(crate::commands::page::escapes(path)),
             Err(ReadFailure::Io(e)) => return Err(io_error("reading the note", path, &e)),
         };
         if let Some(exp) = expected
@@ -241,15 +242,18 @@ impl App {
                 // Recorded before the file changes, so the watcher knows the rename's event as
                 // our echo however soon it arrives.
                 self.record_own_save(path, Some(&prepared.record.hash));
-                let mtime = match self.atomic_write(&abs, text.as_bytes(), current.mtime, None) {
+                let mtime = match self.atomic_write(path, text.as_bytes(), current.mtime, None) {
                     Ok(mtime) => mtime,
                     Err(e) => {
                         self.record_own_save(path, None);
                         // A failure after the rename (the folder fsync) leaves the new text in
-                        // place while the store still has the old: put the old one back.
-                        if crate::notefile::read_regular(&abs).ok().map(|(b, _)| b) != current.bytes
+                        // place while the store still has the old: put the old one back. (A path
+                        // leading out of the vault wrote nothing.)
+                        if !crate::beneath::is_escape(&e)
+                            && self.root.read_regular(path.as_str()).ok().map(|(b, _)| b)
+                                != current.bytes
                         {
-                            self.restore(path, &abs, &current);
+                            self.restore(path, &current);
                         }
                         let _ = self.store.clear_index_lag(&key);
                         return Err(io_error("writing the note", path, &e));
@@ -268,7 +272,7 @@ impl App {
                     Ok(ids) => ids,
                     Err(e) => {
                         tracing::error!(note = %path, error = %e, "store transaction failed; restoring the note");
-                        self.restore(path, &abs, &current);
+                        self.restore(path, &current);
                         self.record_own_save(path, None);
                         let _ = self.store.clear_index_lag(&key);
                         return Err(KbError::external("saving the note to the store")
@@ -301,16 +305,19 @@ impl App {
                 }
                 self.begin_update(&key)?;
                 self.record_own_save(path, Some(""));
-                if let Err(e) = self
+                let removed = self
                     .step(Step::Remove)
-                    .and_then(|_| std::fs::remove_file(&abs))
-                {
-                    self.record_own_save(path, None);
-                    let _ = self.store.clear_index_lag(&key);
-                    return Err(io_error("deleting the note", path, &e));
-                }
-                if let Some(dir) = abs.parent() {
-                    let _ = sync_dir(dir);
+                    .and_then(|_| self.root.parent(path.as_str(), false))
+                    .and_then(|folder| folder.remove(None).map(|_| folder));
+                match removed {
+                    Ok(folder) => {
+                        let _ = folder.sync();
+                    }
+                    Err(e) => {
+                        self.record_own_save(path, None);
+                        let _ = self.store.clear_index_lag(&key);
+                        return Err(io_error("deleting the note", path, &e));
+                    }
                 }
                 let removed = self
                     .step(Step::StoreTransaction)
@@ -318,7 +325,7 @@ impl App {
                     .and_then(|_| self.drop_pages(&[path.as_str().to_owned()]));
                 if let Err(e) = removed {
                     tracing::error!(note = %path, error = %e, "store transaction failed; restoring the note");
-                    self.restore(path, &abs, &current);
+                    self.restore(path, &current);
                     self.record_own_save(path, None);
                     let _ = self.store.clear_index_lag(&key);
                     return Err(KbError::external("deleting the note from the store")
@@ -327,7 +334,7 @@ impl App {
                 if let Err(e) = self.finish_update(&key) {
                     tracing::error!(note = %path, error = %e, "index refresh failed; the note lags the index until the next reindex");
                 }
-                self.remove_empty_folders(&abs);
+                self.remove_empty_folders(path);
                 Outcome::Deleted
             }
         };
@@ -335,20 +342,17 @@ impl App {
     }
 
     /// Removes the folders a delete left empty, from the note's folder up to (not including) the
-    /// vault root. `remove_dir` removes only an empty folder, so the first one that still holds
-    /// anything (a hidden file too) stays, and so does every folder above it.
-    fn remove_empty_folders(&self, note: &Path) {
-        let root = self.vault.root();
+    /// vault root, each relative to its parent's handle. Only an empty folder is removed (not a
+    /// symlink to one), so the first one that still holds anything (a hidden file too) stays, and
+    /// so does every folder above it.
+    fn remove_empty_folders(&self, note: &VaultPath) {
         let mut last_removed = None;
-        let mut dir = note.parent();
+        let mut dir = Some(note.parent()).filter(|d| !d.is_empty());
         while let Some(d) = dir {
-            if d == root || !d.starts_with(root) {
-                break;
-            }
-            match std::fs::remove_dir(d) {
+            match self.root.parent(d, false).and_then(|f| f.remove_dir()) {
                 Ok(()) => {
                     last_removed = Some(d);
-                    dir = d.parent();
+                    dir = d.rsplit_once('/').map(|(up, _)| up);
                 }
                 Err(e) => {
                     if e.kind() != std::io::ErrorKind::DirectoryNotEmpty {
@@ -358,8 +362,8 @@ impl App {
                 }
             }
         }
-        if let Some(parent) = last_removed.and_then(Path::parent) {
-            let _ = sync_dir(parent);
+        if let Some(folder) = last_removed.and_then(|d| self.root.parent(d, false).ok()) {
+            let _ = folder.sync();
         }
     }
 
@@ -386,14 +390,4 @@ impl App {
             }
         }
     }
-}
-
-#[cfg(unix)]
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
-#[cfg(not(unix))]
-fn sync_dir(_dir: &Path) -> std::io::Result<()> {
-    Ok(())
 }

@@ -39,10 +39,20 @@ pub(crate) fn not_regular(path: &VaultPath) -> KbError {
         .with_hint("Only regular files are notes; FIFOs, sockets and devices are never read.")
 }
 
+/// The error for a note path that leads outside the vault (or into `.pkm/`) through a symbolic
+/// link, found when the file is opened (a symlink swapped in after the path was checked).
+pub(crate) fn escapes(path: &VaultPath) -> KbError {
+    KbError::invalid(format!(
+        "Path leads outside the vault through a symbolic link: {path}"
+    ))
+    .with_note(path.as_str())
+    .with_hint("Only files inside the vault are notes; a symbolic link may lead to another place in the vault, not out of it.")
+}
+
 fn read_text(app: &App, path: &VaultPath) -> KbResult<(String, std::fs::Metadata)> {
-    let abs = app.vault.abs(path);
-    let (bytes, meta) = crate::notefile::read_regular(&abs).map_err(|e| match e {
+    let (bytes, meta) = app.root.read_regular(path.as_str()).map_err(|e| match e {
         ReadFailure::NotRegular => not_regular(path),
+        ReadFailure::Escapes => escapes(path),
         ReadFailure::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
             KbError::not_found(path.as_str())
         }

@@ -2,6 +2,7 @@
 //! file, as ripgrep and rust-analyzer do). Each module is one area; `common` is their harness.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers fail loudly by design
 
+mod beneath;
 mod common;
 mod contract;
 mod crash;
