@@ -7,7 +7,8 @@
 //! issuer's JWKS. Tokens not meant for this server, expired, unsigned, tampered or signed with a
 //! key the issuer no longer publishes are refused; a rotated key is picked up; PATs keep working.
 //!
-//! Needs node (>= 20) and `npm ci --prefix tests/oauth`; without them the tests fail saying so.
+//! Needs node (>= 20) and npm: the provider's packages are installed from tests/oauth's lock file
+//! on first use (`.ci/run` installs them beforehand); without node the tests fail saying so.
 
 // Test code, helpers included: a failed step should stop the test where it happened.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -41,15 +42,34 @@ struct Provider {
     redirect_uri: String,
 }
 
+/// Installs the OpenID provider's packages (`npm ci`, from tests/oauth/package-lock.json) when
+/// they are missing, so that the README's test command works on a fresh machine with node and npm.
+fn install_provider(dir: &std::path::Path) {
+    static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _once = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
+    if dir
+        .join("node_modules/oidc-provider/package.json")
+        .is_file()
+    {
+        return;
+    }
+    let status = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+        .current_dir(dir)
+        .status()
+        .unwrap_or_else(|e| {
+            panic!("the OAuth tests need node >= 20 and npm to install tests/oauth ({e})")
+        });
+    assert!(
+        status.success(),
+        "`npm ci` in tests/oauth failed ({status}): the OAuth tests need the OpenID provider's packages"
+    );
+}
+
 impl Provider {
     fn start() -> Provider {
         let dir = oauth_dir();
-        assert!(
-            dir.join("node_modules/oidc-provider/package.json")
-                .is_file(),
-            "the OAuth tests need the OpenID provider's packages: run `npm ci --prefix tests/oauth` \
-             (node >= 20 and npm) from the repository root"
-        );
+        install_provider(&dir);
         let mut child = Command::new("node")
             .arg("provider.mjs")
             .current_dir(&dir)
