@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -132,7 +133,12 @@ async def score_queries(binary: Path, vault: Path, judged: list[dict[str, Any]],
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    params = StdioServerParameters(command=str(binary), args=["--stdio", "--vault", str(vault), "--watch", "off"])
+    # The SDK starts the server with a small default environment; CI's coverage profile path
+    # (LLVM_PROFILE_FILE) must get through.
+    profile = {k: v for k, v in os.environ.items() if k == "LLVM_PROFILE_FILE"}
+    params = StdioServerParameters(
+        command=str(binary), args=["--stdio", "--vault", str(vault), "--watch", "off"], env=profile or None
+    )
     rows = []
     with open(vault.parent / "server.stderr", "w") as errlog:
         async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=120) as client:

@@ -81,6 +81,13 @@ RESULT_KEYS: dict[str, tuple[set[str], set[str]]] = {
 }
 
 
+def server_env() -> dict[str, str] | None:
+    """The SDK starts a stdio server with a small default environment; LLVM_PROFILE_FILE is passed
+    on when set so that an instrumented binary writes its coverage profile where CI collects it."""
+    profile = os.environ.get("LLVM_PROFILE_FILE")
+    return {"LLVM_PROFILE_FILE": profile} if profile else None
+
+
 def server_binary() -> Path:
     raw = os.environ.get("STRATUM_MCP_BIN", "target/release/stratum-mcp")
     path = Path(raw)
@@ -206,7 +213,7 @@ def connect(transport: str, request: pytest.FixtureRequest, binary: Path):
 
         @asynccontextmanager
         async def open_stdio() -> AsyncIterator[Client]:
-            params = StdioServerParameters(command=str(binary), args=["--stdio", "--vault", str(vault)])
+            params = StdioServerParameters(command=str(binary), args=["--stdio", "--vault", str(vault)], env=server_env())
             async with Client(params, read_timeout_seconds=STARTUP_TIMEOUT_S) as client:
                 yield client
 
@@ -563,7 +570,7 @@ async def test_session_ended_during_warm_up_leaves_search_working(binary: Path, 
     # An MCP host may start the stdio server, initialize and quit at once, before the first
     # indexing of a fresh vault has finished. The next session must still find notes.
     vault = copy_vault(tmp_path)
-    params = StdioServerParameters(command=str(binary), args=["--stdio", "--vault", str(vault)])
+    params = StdioServerParameters(command=str(binary), args=["--stdio", "--vault", str(vault)], env=server_env())
     async with Client(params, read_timeout_seconds=STARTUP_TIMEOUT_S):
         pass
     async with Client(params, read_timeout_seconds=STARTUP_TIMEOUT_S) as client:
@@ -595,7 +602,7 @@ async def test_two_clients_share_a_vault_and_see_edits_made_in_another_editor(bi
     # the same vault while the person edits notes in another editor. Both answer; neither
     # needs kb_reindex to find the edited note.
     vault = indexed_vault(binary, tmp_path)
-    params = StdioServerParameters(command=str(binary), args=["--stdio", "--vault", str(vault)])
+    params = StdioServerParameters(command=str(binary), args=["--stdio", "--vault", str(vault)], env=server_env())
     async with Client(params, read_timeout_seconds=STARTUP_TIMEOUT_S) as first:
         async with Client(params, read_timeout_seconds=STARTUP_TIMEOUT_S) as second:
             (vault / "Edited elsewhere.md").write_text("- a note about the okapi\n", encoding="utf-8")

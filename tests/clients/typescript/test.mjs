@@ -64,6 +64,13 @@ function serverBinary() {
   return path;
 }
 
+/** The SDK starts a stdio server with a small default environment; LLVM_PROFILE_FILE is passed on
+ * when set so that an instrumented binary writes its coverage profile where CI collects it. */
+function serverEnv() {
+  const profile = process.env.LLVM_PROFILE_FILE;
+  return profile ? { LLVM_PROFILE_FILE: profile } : undefined;
+}
+
 function copyVault() {
   const root = mkdtempSync(join(tmpdir(), 'stratum-ts-'));
   const vault = join(root, 'vault');
@@ -135,6 +142,7 @@ function transportFixture(kind) {
       transport = new StdioClientTransport({
         command: state.bin,
         args: ['--stdio', '--vault', state.vault],
+        env: serverEnv(),
         stderr: 'ignore',
       });
       // Client.connect hands the negotiated version to any transport that takes it
@@ -481,7 +489,7 @@ describe('warm-up', () => {
     const { root, vault } = copyVault();
     const connect = async () => {
       const client = new Client({ name: 'stratum-ts-client-tests', version: '0.0.0' });
-      const transport = new StdioClientTransport({ command: bin, args: ['--stdio', '--vault', vault], stderr: 'ignore' });
+      const transport = new StdioClientTransport({ command: bin, args: ['--stdio', '--vault', vault], env: serverEnv(), stderr: 'ignore' });
       await client.connect(transport, { timeout: TIMEOUT_MS });
       return client;
     };

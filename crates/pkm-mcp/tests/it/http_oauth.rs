@@ -254,8 +254,7 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        common::terminate(&mut self.child);
     }
 }
 

@@ -25,3 +25,25 @@ pub fn temp_example_vault() -> tempfile::TempDir {
     copy_dir(&example_vault(), &dir.path().join("vault"));
     dir
 }
+
+/// Stops a server process as a service manager would: SIGTERM, then [`reap`].
+pub fn terminate(child: &mut std::process::Child) {
+    let pid = rustix::process::Pid::from_child(child);
+    let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    reap(child);
+}
+
+/// Gives a server told to stop (SIGTERM, or stdin closed) up to 5 s to exit on its own, so an
+/// instrumented binary writes its coverage profile; SIGKILL after that.
+pub fn reap(child: &mut std::process::Child) {
+    use std::time::{Duration, Instant};
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

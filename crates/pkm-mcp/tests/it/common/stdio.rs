@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 
 pub struct Server {
     child: Child,
-    stdin: ChildStdin,
+    /// `None` once closed (on drop: the server's cue to exit).
+    stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
     next_id: u64,
     /// Every message without an `id` read so far (`notifications/message` and the like).
@@ -43,7 +44,7 @@ impl Server {
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let mut s = Server {
             child,
-            stdin,
+            stdin: Some(stdin),
             stdout,
             next_id: 0,
             notifications: Vec::new(),
@@ -55,8 +56,9 @@ impl Server {
     }
 
     pub fn send(&mut self, msg: &Value) {
-        writeln!(self.stdin, "{msg}").unwrap();
-        self.stdin.flush().unwrap();
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{msg}").unwrap();
+        stdin.flush().unwrap();
     }
 
     pub fn notify(&mut self, method: &str, params: Value) {
@@ -100,12 +102,13 @@ impl Server {
     pub fn request_raw(&mut self, method: &str, params: &str) -> Value {
         self.next_id += 1;
         let id = json!(self.next_id);
+        let stdin = self.stdin.as_mut().unwrap();
         writeln!(
-            self.stdin,
+            stdin,
             r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#
         )
         .unwrap();
-        self.stdin.flush().unwrap();
+        stdin.flush().unwrap();
         self.response(&id)
     }
 
@@ -171,8 +174,9 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// Goodbye as a client says it: stdin closed, and the server exits on its own.
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stdin = None;
+        super::reap(&mut self.child);
     }
 }
