@@ -4,7 +4,7 @@
 //! visible only at [`IndexEngine::commit`], which also reloads the reader, so the next search sees
 //! every prior write (read-your-writes). Searches never take the writer's mutex.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::io::ErrorKind as IoErrorKind;
 use std::path::Path;
@@ -12,6 +12,7 @@ use std::path::Path;
 use parking_lot::Mutex;
 use tantivy::collector::sort_key::{SortBySimilarityScore, SortByStaticFastValue, SortByString};
 use tantivy::collector::{Collector, Count, SegmentCollector, TopDocs};
+use tantivy::columnar::{Column, StrColumn};
 use tantivy::indexer::{IndexWriterOptions, UserOperation};
 use tantivy::query::{Query, TermQuery};
 use tantivy::schema::{
@@ -21,8 +22,8 @@ use tantivy::schema::{
 use tantivy::snippet::{Snippet, SnippetGenerator};
 use tantivy::tokenizer::{TextAnalyzer, TokenizerManager};
 use tantivy::{
-    DocAddress, DocSet, Index, IndexReader, IndexWriter, Order, ReloadPolicy, Searcher, TERMINATED,
-    Term,
+    DocAddress, DocSet, Index, IndexReader, IndexWriter, Order, ReloadPolicy, Score, Searcher,
+    SegmentOrdinal, TERMINATED, Term,
 };
 
 use crate::error::IndexError;
@@ -479,24 +480,27 @@ impl IndexEngine {
         let (total, found, matching) = last;
         let highlight = words_in_content(fields.content, &clauses, matching);
         let snippets = self.snippet_generator(&searcher, &*highlight)?;
-        let mut hits = Vec::with_capacity(found.len());
+        let mut notes = Vec::with_capacity(found.len());
         for ((score, _), note) in found {
-            let Some(page_path) = self.page_path_of(&searcher, note)? else {
-                continue;
-            };
+            notes.extend(
+                self.page_path_of(&searcher, note)?
+                    .map(|path| (score, path)),
+            );
+        }
+        let best = block_query(
+            fields,
+            notes.iter().map(|(_, p)| p.as_str()),
+            &clauses,
+            matching,
+        );
+        let mut blocks = searcher.search(&*best, &BestBlocks)?;
+        let mut hits = Vec::with_capacity(notes.len());
+        for (score, page_path) in notes {
             // The best block; when only a name matched, that is the first block, unless it is
             // empty (a properties-only first block): then the next one that says something.
-            let best = block_query(fields, &page_path, &clauses, matching);
-            let top = TopDocs::with_limit(BLOCKS_TRIED).order_by((
-                (SortBySimilarityScore, Order::Desc),
-                (
-                    SortByStaticFastValue::<u64>::for_field(POSITION),
-                    Order::Asc,
-                ),
-            ));
             let mut chosen = None;
-            for (_, block) in searcher.search(&*best, &top)? {
-                let hit = self.hit(&searcher, block, score, Some(&snippets))?;
+            for block in blocks.remove(&page_path).unwrap_or_default() {
+                let hit = self.hit(&searcher, block.address, score, Some(&snippets))?;
                 let said = !hit.content.trim().is_empty();
                 if chosen.is_none() || said {
                     chosen = Some(hit);
@@ -745,6 +749,109 @@ impl SegmentCollector for SegmentPagePaths {
                 let mut path = String::new();
                 if matches!(column.ord_to_str(ord, &mut path), Ok(true)) {
                     out.insert(path);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A block a search may point at, ranked within its note.
+#[derive(Clone, Copy)]
+struct RankedBlock {
+    score: Score,
+    position: u64,
+    address: DocAddress,
+}
+
+impl RankedBlock {
+    /// Best first: score descending, then position in the note ascending.
+    fn order(a: &RankedBlock, b: &RankedBlock) -> std::cmp::Ordering {
+        b.score
+            .total_cmp(&a.score)
+            .then(a.position.cmp(&b.position))
+    }
+}
+
+/// Keeps `block` among the best [`BLOCKS_TRIED`] of `ranked`, in order.
+fn keep_best(ranked: &mut Vec<RankedBlock>, block: RankedBlock) {
+    let at = ranked
+        .partition_point(|kept| RankedBlock::order(kept, &block) != std::cmp::Ordering::Greater);
+    if at < BLOCKS_TRIED {
+        ranked.insert(at, block);
+        ranked.truncate(BLOCKS_TRIED);
+    }
+}
+
+/// Collects, per page path, the best [`BLOCKS_TRIED`] matching blocks in [`RankedBlock::order`]:
+/// one pass for every hit of a search page instead of one query per hit.
+struct BestBlocks;
+
+struct SegmentBestBlocks {
+    segment: SegmentOrdinal,
+    paths: Option<StrColumn>,
+    positions: Column<u64>,
+    by_path_ord: HashMap<u64, Vec<RankedBlock>>,
+}
+
+impl Collector for BestBlocks {
+    type Fruit = HashMap<String, Vec<RankedBlock>>;
+    type Child = SegmentBestBlocks;
+
+    fn for_segment(
+        &self,
+        segment: SegmentOrdinal,
+        reader: &tantivy::SegmentReader,
+    ) -> tantivy::Result<SegmentBestBlocks> {
+        Ok(SegmentBestBlocks {
+            segment,
+            paths: reader.fast_fields().str(PAGE_PATH)?,
+            positions: reader.fast_fields().u64(POSITION)?,
+            by_path_ord: HashMap::new(),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        true
+    }
+
+    fn merge_fruits(
+        &self,
+        fruits: Vec<HashMap<String, Vec<RankedBlock>>>,
+    ) -> tantivy::Result<HashMap<String, Vec<RankedBlock>>> {
+        let mut merged: HashMap<String, Vec<RankedBlock>> = HashMap::new();
+        for (path, blocks) in fruits.into_iter().flatten() {
+            let ranked = merged.entry(path).or_default();
+            for block in blocks {
+                keep_best(ranked, block);
+            }
+        }
+        Ok(merged)
+    }
+}
+
+impl SegmentCollector for SegmentBestBlocks {
+    type Fruit = HashMap<String, Vec<RankedBlock>>;
+
+    fn collect(&mut self, doc: tantivy::DocId, score: Score) {
+        let Some(path_ord) = self.paths.as_ref().and_then(|c| c.term_ords(doc).next()) else {
+            return;
+        };
+        let block = RankedBlock {
+            score,
+            position: self.positions.first(doc).unwrap_or(u64::MAX),
+            address: DocAddress::new(self.segment, doc),
+        };
+        keep_best(self.by_path_ord.entry(path_ord).or_default(), block);
+    }
+
+    fn harvest(self) -> HashMap<String, Vec<RankedBlock>> {
+        let mut out = HashMap::new();
+        if let Some(column) = &self.paths {
+            for (ord, blocks) in self.by_path_ord {
+                let mut path = String::new();
+                if matches!(column.ord_to_str(ord, &mut path), Ok(true)) {
+                    out.insert(path, blocks);
                 }
             }
         }

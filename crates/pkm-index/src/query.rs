@@ -303,22 +303,23 @@ pub(crate) fn note_query(
     Box::new(BooleanQuery::new(top))
 }
 
-/// The query choosing which block of the note at `page_path` a hit points at: the block where
-/// the clauses score best, else (a match in the name only) the note's first block.
-pub(crate) fn block_query(
+/// The blocks of the notes at `page_paths`, each scored by the clauses (zero when none matches):
+/// what picks the block a hit points at, the best-scoring one, or the note's first block when
+/// only its name matched.
+pub(crate) fn block_query<'a>(
     fields: &SearchFields,
-    page_path: &str,
+    page_paths: impl IntoIterator<Item = &'a str>,
     clauses: &[Clause],
     matching: Matching,
 ) -> Box<dyn Query> {
-    let mut parts: Vec<(Occur, Box<dyn Query>)> = vec![
+    let pages = page_paths
+        .into_iter()
+        .map(|path| Term::from_field_text(fields.page_path, path));
+    Box::new(BooleanQuery::new(vec![
         (
             Occur::Must,
             Box::new(ConstScoreQuery::new(
-                Box::new(TermQuery::new(
-                    Term::from_field_text(fields.page_path, page_path),
-                    IndexRecordOption::Basic,
-                )),
+                Box::new(TermSetQuery::new(pages)),
                 0.0,
             )),
         ),
@@ -329,12 +330,11 @@ pub(crate) fn block_query(
                 IndexRecordOption::Basic,
             )),
         ),
-    ];
-    parts.push((
-        Occur::Should,
-        words_in_content(fields.content, clauses, matching),
-    ));
-    Box::new(BooleanQuery::new(parts))
+        (
+            Occur::Should,
+            words_in_content(fields.content, clauses, matching),
+        ),
+    ]))
 }
 
 /// Any of the clauses in block text, a typo allowed as `matching` says: what snippets highlight

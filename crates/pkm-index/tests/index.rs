@@ -461,6 +461,59 @@ fn ties_are_ordered_by_page_path_across_segments() {
 }
 
 #[test]
+fn each_hit_points_at_its_best_block_or_the_first_that_says_something() {
+    let (_dir, engine) = engine();
+    // Two commits: the hits of one search come from two segments.
+    engine
+        .replace_note(
+            "Gardening.md",
+            &[
+                block("g0", "Gardening.md", ""),
+                block("g1", "Gardening.md", "Soil first."),
+                block("g2", "Gardening.md", "Tomatoes, tomatoes."),
+                block(
+                    "g3",
+                    "Gardening.md",
+                    "Compost, mulch, beans, peas and one row of tomatoes by the fence.",
+                ),
+            ],
+        )
+        .unwrap();
+    engine.commit().unwrap();
+    engine
+        .replace_note(
+            "Tomatoes.md",
+            &[
+                block("t0", "Tomatoes.md", ""),
+                block("t1", "Tomatoes.md", "A fruit."),
+                block("t2", "Tomatoes.md", "Grown in summer."),
+            ],
+        )
+        .unwrap();
+    engine
+        .replace_note(
+            "Kitchen.md",
+            &[
+                block("k0", "Kitchen.md", "Knives."),
+                block("k1", "Kitchen.md", "Pans."),
+            ],
+        )
+        .unwrap();
+    engine.commit().unwrap();
+    // Words in the text: the block they score best in. Only the name: the first block, past an
+    // empty one.
+    let hits = engine.search("tomatoes", 10, 0).unwrap();
+    let by_page: Vec<(&str, &str)> = hits
+        .hits
+        .iter()
+        .map(|h| (h.page_path.as_str(), h.block_id.as_str()))
+        .collect();
+    assert_eq!(by_page, [("Tomatoes.md", "t1"), ("Gardening.md", "g2")]);
+    assert_eq!(ids(&engine.search("kitchen", 10, 0).unwrap()), ["k0"]);
+    assert_eq!(ids(&engine.search("pans", 10, 0).unwrap()), ["k1"]);
+}
+
+#[test]
 fn paging_stops_at_the_score_match_cap() {
     let (_dir, engine) = engine();
     for i in 0..MAX_SCORE_MATCHES + 10 {
