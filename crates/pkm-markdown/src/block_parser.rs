@@ -131,7 +131,8 @@ pub struct ParsedPage {
     /// first block, deduplicated case-insensitively.
     pub page_tags: Vec<String>,
     pub blocks: Vec<Block>,
-    /// Byte offset where the body starts (after frontmatter).
+    /// Byte offset where the body starts ([`frontmatter::body_start`]: after the frontmatter, else
+    /// after a byte-order mark).
     pub body_start: usize,
 }
 
@@ -144,7 +145,10 @@ pub fn parse_page(text: &str, file_stem: &str) -> ParsedPage {
 /// note's path ([`Dialect::page_name`]). Never fails: invalid frontmatter is reported in
 /// `frontmatter_error`.
 pub fn parse_page_as(text: &str, name: &str, dialect: &Dialect) -> ParsedPage {
-    let mut page = ParsedPage::default();
+    let mut page = ParsedPage {
+        body_start: frontmatter::body_start(text),
+        ..ParsedPage::default()
+    };
     if let Some(span) = frontmatter::locate(text) {
         let yaml = text.get(span.yaml.clone()).unwrap_or_default();
         page.frontmatter_yaml = Some(yaml.to_owned());
@@ -152,7 +156,6 @@ pub fn parse_page_as(text: &str, name: &str, dialect: &Dialect) -> ParsedPage {
             Ok(v) => page.frontmatter = Some(v),
             Err(e) => page.frontmatter_error = Some(e.to_string()),
         }
-        page.body_start = span.body_start;
     }
     page.blocks = parse_blocks(text, page.body_start);
 

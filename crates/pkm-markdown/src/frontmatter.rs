@@ -31,14 +31,25 @@ pub struct FrontmatterSpan {
     pub body_start: usize,
 }
 
-/// Finds frontmatter at the very start of `text`: an opening `---` line, then a closing `---`
-/// line (trailing spaces allowed). Without a closing fence there is no frontmatter.
-pub fn locate(text: &str) -> Option<FrontmatterSpan> {
-    let bom = if text.starts_with('\u{feff}') {
+/// Where the body of a note starts: after its frontmatter, else after a byte-order mark, else 0.
+/// Blocks, page properties and links are looked for from here.
+pub fn body_start(text: &str) -> usize {
+    locate(text).map_or_else(|| bom_len(text), |s| s.body_start)
+}
+
+/// The length of the byte-order mark `text` starts with (0 without one).
+pub(crate) fn bom_len(text: &str) -> usize {
+    if text.starts_with('\u{feff}') {
         '\u{feff}'.len_utf8()
     } else {
         0
-    };
+    }
+}
+
+/// Finds frontmatter at the very start of `text`: an opening `---` line, then a closing `---`
+/// line (trailing spaces allowed). Without a closing fence there is no frontmatter.
+pub fn locate(text: &str) -> Option<FrontmatterSpan> {
+    let bom = bom_len(text);
     let rest = text.get(bom..)?;
     let open = if rest.starts_with("---\n") {
         4

@@ -22,7 +22,7 @@ pub(crate) struct MdLink {
 
 /// What pulldown-cmark found in the body of a note; all offsets are into the whole text.
 pub(crate) struct Scan {
-    /// Frontmatter end (0 without frontmatter).
+    /// Where the body starts ([`frontmatter::body_start`]).
     pub body_start: usize,
     /// Code spans, code blocks and HTML (and the dialect's comments and literal blocks), sorted
     /// and merged.
@@ -35,7 +35,7 @@ pub(crate) struct Scan {
 }
 
 pub(crate) fn scan(text: &str, dialect: &Dialect) -> Scan {
-    let body_start = frontmatter::locate(text).map_or(0, |s| s.body_start);
+    let body_start = frontmatter::body_start(text);
     let body = text.get(body_start..).unwrap_or_default();
     let mut blocks = Vec::new();
     let mut spans = Vec::new();

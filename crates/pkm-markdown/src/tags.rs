@@ -174,9 +174,7 @@ pub fn add_tag(text: &str, tag: &str) -> Result<Option<String>, TagEditError> {
         _ => None,
     };
     if fm_key.is_none() {
-        let body_start = span
-            .as_ref()
-            .map_or_else(|| bom_len(text), |s| s.body_start);
+        let body_start = frontmatter::body_start(text);
         let props = page_props(text, body_start)?;
         let logseq = match (&props, &span) {
             (Some(p), _) if p.tags.is_some() => true,
@@ -193,7 +191,7 @@ pub fn add_tag(text: &str, tag: &str) -> Result<Option<String>, TagEditError> {
         }
     }
     let (Some(span), Some(_)) = (span, fm) else {
-        let bom = bom_len(text);
+        let bom = frontmatter::bom_len(text);
         let (head, rest) = text.split_at_checked(bom).unwrap_or(("", text));
         let nl = text_newline(text);
         return Ok(Some(format!(
@@ -309,7 +307,7 @@ pub fn remove_tag(text: &str, tag: &str) -> Result<(String, usize), TagEditError
                     .is_some_and(|t| t.trim().is_empty())
             });
             if only_tags {
-                edits.push(Edit::delete(bom_len(text)..span.body_start));
+                edits.push(Edit::delete(frontmatter::bom_len(text)..span.body_start));
                 fm_removed = true;
             } else {
                 edits.extend(emptied.into_iter().map(Edit::delete));
@@ -317,9 +315,7 @@ pub fn remove_tag(text: &str, tag: &str) -> Result<(String, usize), TagEditError
         }
     }
     // Logseq `tags::` on the first block.
-    let body_start = span
-        .as_ref()
-        .map_or_else(|| bom_len(text), |s| s.body_start);
+    let body_start = frontmatter::body_start(text);
     let prop_value = match page_props(text, body_start)? {
         Some(PageProps {
             tags: Some(p),
@@ -610,7 +606,7 @@ fn split_prop_items(text: &str, value: Range<usize>) -> Vec<Item> {
 
 /// The tags of the first block's `tags::` property of `text`.
 fn first_block_tags(text: &str) -> Vec<String> {
-    let body_start = frontmatter::locate(text).map_or_else(|| bom_len(text), |s| s.body_start);
+    let body_start = frontmatter::body_start(text);
     let mut out = Vec::new();
     if let Some(b) = crate::block_parser::parse_blocks(text, body_start).first() {
         for (k, v) in &b.properties {
@@ -731,14 +727,6 @@ fn remove_prop_line(
         })
         .unwrap_or(l.start);
     prev_end..l.end
-}
-
-fn bom_len(text: &str) -> usize {
-    if text.starts_with('\u{feff}') {
-        '\u{feff}'.len_utf8()
-    } else {
-        0
-    }
 }
 
 /// The note's line break: `\r\n` when its first line ends so, else `\n`.

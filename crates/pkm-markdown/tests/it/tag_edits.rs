@@ -563,3 +563,33 @@ mod props {
         }
     }
 }
+
+#[test]
+fn a_byte_order_mark_does_not_hide_a_logseq_pages_properties() {
+    // Found by the `frontmatter` fuzz target: the tag went into a `tags::` line that the parser,
+    // reading the mark as part of the first property's name, did not see.
+    added(
+        "\u{feff}title:: T\n\nBody\n",
+        "proj",
+        "\u{feff}tags:: proj\ntitle:: T\n\nBody\n",
+    );
+    added(
+        "\u{feff}e::\n--eaum]]\n-  deadline::\n--eadline::\n--0\nbodJy",
+        "fuzz-tag",
+        "\u{feff}tags:: fuzz-tag\ne::\n--eaum]]\n-  deadline::\n--eadline::\n--0\nbodJy",
+    );
+    let page =
+        pkm_markdown::block_parser::parse_page("\u{feff}tags:: proj\ntitle:: T\n\nBody\n", "n");
+    assert_eq!(page.title, "T");
+    assert_eq!(page.page_tags, ["proj"]);
+    assert_eq!(
+        add_tag("\u{feff}tags:: proj\ntitle:: T\n\nBody\n", "proj").unwrap(),
+        None
+    );
+    removed(
+        "\u{feff}tags:: proj\ntitle:: T\n\nBody\n",
+        "proj",
+        "\u{feff}title:: T\n\nBody\n",
+        1,
+    );
+}
