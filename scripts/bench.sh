@@ -125,7 +125,7 @@ def burst(r):
 
 rows = [
     ("Notes (total size)", lambda r: f"{r['notes']} ({r['bytes'] / 1e6:.0f} MB)"),
-    ("Cold index, s", lambda r: f"{r['cold_index_s']:.2f}"),
+    ("Cold index (median of 3), s", lambda r: f"{r['cold_index_s']:.2f}"),
     ("Search index on disk after a cold index, MB", lambda r: f"{r['index_mb']:.1f}"),
     ("Warm start to first kb_search, ms", lambda r: f"{r['warm_start_ms']:.0f}"),
     ("kb_search p50 / p95 / p99, ms", lambda r: lat(r, "search")),

@@ -108,7 +108,8 @@ const STEM_CACHE_WORDS: usize = 1 << 16;
 #[derive(Clone)]
 pub(crate) struct CachedStemmer {
     stemmer: TextAnalyzer,
-    cache: HashMap<String, String>,
+    /// foldhash (randomly seeded): SipHash was most of the lookup's cost.
+    cache: HashMap<String, String, foldhash::fast::RandomState>,
 }
 
 impl CachedStemmer {
@@ -117,7 +118,7 @@ impl CachedStemmer {
             stemmer: TextAnalyzer::builder(RawTokenizer::default())
                 .filter(Stemmer::new(language))
                 .build(),
-            cache: HashMap::new(),
+            cache: HashMap::default(),
         }
     }
 
