@@ -59,7 +59,8 @@ fn is_write_temp(name: &str) -> bool {
 
 /// The version of the rules that turn a note into records; bump it when they change what a
 /// stored note holds, so that vaults indexed before are read again in full once.
-const PARSE_RULES: u32 = 2;
+/// 3: a byte-order mark no longer hides a Logseq page's properties.
+const PARSE_RULES: u32 = 3;
 
 /// Why a note-like file that is not read as a note is passed over, by its extension (any case);
 /// `None` for files that are not notes at all (images, PDFs, `.canvas`…), left out silently.
