@@ -145,11 +145,12 @@ pub fn parse_page(text: &str, file_stem: &str) -> ParsedPage {
 /// note's path ([`Dialect::page_name`]). Never fails: invalid frontmatter is reported in
 /// `frontmatter_error`.
 pub fn parse_page_as(text: &str, name: &str, dialect: &Dialect) -> ParsedPage {
+    let span = frontmatter::locate(text);
     let mut page = ParsedPage {
-        body_start: frontmatter::body_start(text),
+        body_start: frontmatter::body_start_with(text, span.as_ref()),
         ..ParsedPage::default()
     };
-    if let Some(span) = frontmatter::locate(text) {
+    if let Some(span) = span {
         let yaml = text.get(span.yaml.clone()).unwrap_or_default();
         page.frontmatter_yaml = Some(yaml.to_owned());
         match frontmatter::parse_yaml(yaml) {

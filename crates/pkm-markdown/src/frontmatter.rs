@@ -34,7 +34,13 @@ pub struct FrontmatterSpan {
 /// Where the body of a note starts: after its frontmatter, else after a byte-order mark, else 0.
 /// Blocks, page properties and links are looked for from here.
 pub fn body_start(text: &str) -> usize {
-    locate(text).map_or_else(|| bom_len(text), |s| s.body_start)
+    body_start_with(text, locate(text).as_ref())
+}
+
+/// [`body_start`] for a caller that has located the frontmatter already (`span` is
+/// `locate(text)`).
+pub fn body_start_with(text: &str, span: Option<&FrontmatterSpan>) -> usize {
+    span.map_or_else(|| bom_len(text), |s| s.body_start)
 }
 
 /// The length of the byte-order mark `text` starts with (0 without one).

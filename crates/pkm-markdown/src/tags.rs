@@ -174,7 +174,7 @@ pub fn add_tag(text: &str, tag: &str) -> Result<Option<String>, TagEditError> {
         _ => None,
     };
     if fm_key.is_none() {
-        let body_start = frontmatter::body_start(text);
+        let body_start = frontmatter::body_start_with(text, span.as_ref());
         let props = page_props(text, body_start)?;
         let logseq = match (&props, &span) {
             (Some(p), _) if p.tags.is_some() => true,
@@ -315,7 +315,7 @@ pub fn remove_tag(text: &str, tag: &str) -> Result<(String, usize), TagEditError
         }
     }
     // Logseq `tags::` on the first block.
-    let body_start = frontmatter::body_start(text);
+    let body_start = frontmatter::body_start_with(text, span.as_ref());
     let prop_value = match page_props(text, body_start)? {
         Some(PageProps {
             tags: Some(p),
