@@ -8,6 +8,8 @@
 # mean nothing).
 # BENCH_BASELINE=path/to/older/stratum-mcp also measures that binary, in the same run, on the same
 # vaults (generated afresh from the same seed for each binary): a "before" column beside each size.
+# The cold index of the two binaries is also run in turns on one vault (bench.py --cold-baseline):
+# the issue #14 bound is checked on that pair, which a slow spell of the machine hits alike.
 # The baseline is taken to predate the watcher and followers (issue #12): those rows are left out.
 # BENCH_BASELINE_SIZES="10000" limits the baseline to some of the sizes (default: all of them).
 set -euo pipefail
@@ -57,7 +59,9 @@ fresh_vault() {
 
 results=()
 for n in $SIZES; do
+  PAIR=()
   if [[ -n "$BASELINE" && " ${BENCH_BASELINE_SIZES:-$SIZES} " == *" $n "* ]]; then
+    PAIR=(--cold-baseline "$BASELINE")
     vault="$(fresh_vault "$n")"
     echo "bench: running the baseline on $n notes"
     python3 scripts/bench/bench.py --bin "$BASELINE" --baseline --vault "$vault" $QUICK "${LOAD[@]}" \
@@ -66,7 +70,8 @@ for n in $SIZES; do
   fi
   vault="$(fresh_vault "$n")"
   echo "bench: running on $n notes"
-  python3 scripts/bench/bench.py --bin "$BIN" --vault "$vault" $QUICK "${LOAD[@]}" --out "$OUT/result-$n.json"
+  python3 scripts/bench/bench.py --bin "$BIN" --vault "$vault" $QUICK "${LOAD[@]}" "${PAIR[@]}" \
+    --out "$OUT/result-$n.json"
   results+=("$OUT/result-$n.json")
 done
 
@@ -217,10 +222,15 @@ for r in rs:
     if not before or "index_mb" not in before[0]:
         continue
     b = before[0]
-    for name, key, bound in (("Cold index ≤ +15 % of the baseline", "cold_index_s", 1.15),
-                             ("Search index size ≤ +30 % of the baseline", "index_mb", 1.30)):
-        ratio = r[key] / b[key]
-        status = ("met" if ratio <= bound else "missed") + f" ({b[key]:.2f} → {r[key]:.2f}, {ratio - 1:+.0%})"
+    # The cold index compared is the one the two binaries ran in turns on one vault, when taken.
+    alt = r.get("cold_index_alternated")
+    cold = ((alt["baseline_s"], alt["this_s"], ", in turns on one vault") if alt
+            else (b["cold_index_s"], r["cold_index_s"], ""))
+    for name, (before_v, after_v, how), bound in (
+            ("Cold index ≤ +15 % of the baseline", cold, 1.15),
+            ("Search index size ≤ +30 % of the baseline", (b["index_mb"], r["index_mb"], ""), 1.30)):
+        ratio = after_v / before_v
+        status = ("met" if ratio <= bound else "missed") + f" ({before_v:.2f} → {after_v:.2f}, {ratio - 1:+.0%}{how})"
         lines.append(f"| {name} | #14 | {size(r['notes'])} | {status} |")
 rel = [dict(json.load(open(f)), path=f) for f in os.environ.get("BENCH_RELEVANCE", "").split()]
 for d in rel:

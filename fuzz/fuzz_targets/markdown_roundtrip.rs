@@ -5,7 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pkm_markdown::block_parser::{Block, BlockKind, ParsedPage, parse_page, serialize};
+use pkm_markdown::block_parser::{Block, BlockKind, ParsedPage, parse_page};
+use pkm_markdown::serialize::serialize;
 
 /// The page model without the byte ranges.
 fn model(page: &ParsedPage) -> ParsedPage {

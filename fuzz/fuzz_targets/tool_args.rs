@@ -11,6 +11,7 @@ use libfuzzer_sys::fuzz_target;
 use pkm_core::Vault;
 use pkm_mcp::StratumServer;
 use pkm_mcp::errors::Kind;
+use pkm_mcp::protocol::Protocol;
 use pkm_mcp::server::Caller;
 use pkm_mcp::tools::TOOLS;
 use serde_json::{Value, json};
@@ -79,7 +80,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let f = fixture();
     let params = json!({"name": tool.name, "arguments": args});
-    let result = f.runtime.block_on(f.server.call_tool(&params, &Caller::local()));
+    let result = f.runtime.block_on(f.server.call_tool(&params, &Caller::local(Protocol::V2025_06_18)));
     if unrepresentable {
         assert!(
             matches!(&result, Err(e) if e.kind == Kind::InvalidArgs),

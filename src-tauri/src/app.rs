@@ -63,7 +63,8 @@ pub struct App {
     /// The resolved link graph, for the resolver generation and store write count it was built at.
     link_graph: Mutex<Option<(GraphKey, Arc<LinkGraph>)>>,
     pub(crate) config: AppConfig,
-    /// Test seam: fails chosen steps of a save (see `write::Step`).
+    /// Test seam (feature `test-support`): fails chosen steps of a save (see `write::Step`).
+    #[cfg(feature = "test-support")]
     pub(crate) faults: RwLock<Option<crate::write::FaultInjector>>,
     /// The vault's leadership (`.pkm/write.lock`), held for the life of this `App`: one process
     /// writes a vault at a time (the kernel drops the lock when the process dies).
@@ -142,6 +143,7 @@ impl App {
             resolver: Mutex::new(None),
             link_graph: Mutex::new(None),
             config,
+            #[cfg(feature = "test-support")]
             faults: RwLock::new(None),
             _lead: lead,
         });
@@ -208,7 +210,7 @@ impl App {
             let mut e = KbError::locked(2);
             e.message = "The vault is still being indexed".into();
             e.hint = Some(
-                "Retry in a few seconds; kb_get_page and kb_index_status answer meanwhile.".into(),
+                "Retry in a few seconds; {open_page} and {index_status} answer meanwhile.".into(),
             );
             Err(e)
         }

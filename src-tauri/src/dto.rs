@@ -31,20 +31,6 @@ pub struct LinkDto {
     pub position: usize,
 }
 
-/// Contract §4.2: the editor's block.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct BlockDto {
-    pub id: String,
-    pub content: String,
-    pub parent_id: Option<String>,
-    pub left_id: Option<String>,
-    pub properties: serde_json::Map<String, Value>,
-    pub marker: Option<String>,
-    pub priority: Option<String>,
-    pub collapsed: bool,
-    pub heading_level: Option<u8>,
-}
-
 /// One row of `kb_list_pages`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct PageSummary {

@@ -123,20 +123,22 @@ pub fn watch_with(app: &Arc<App>, mode: WatchMode) -> KbResult<Option<VaultWatch
     Ok(Some(VaultWatcher { control }))
 }
 
+/// Whether `path` is outside the notes: not in the vault, or under a dot-folder (.pkm, .git,
+/// .obsidian), a dot-file (our temp files, vim's swap files) or the app's own folder.
+fn ignored(app: &App, path: &Path) -> bool {
+    let Ok(rel) = path.strip_prefix(app.vault().root()) else {
+        return true;
+    };
+    rel.components()
+        .any(|c| c.as_os_str().to_string_lossy().starts_with('.'))
+        || app.dialect.in_app_folder(&rel.to_string_lossy())
+}
+
 fn classify(app: &App, path: &Path, kind: &EventKind) -> Option<Change> {
-    if matches!(kind, EventKind::Access(_)) {
+    if matches!(kind, EventKind::Access(_)) || ignored(app, path) {
         return None;
     }
     let rel = path.strip_prefix(app.vault().root()).ok()?;
-    // Anything under a dot-folder (.pkm, .git, .obsidian) or a dot-file (our temp files, vim's
-    // swap files) is not a note.
-    if rel
-        .components()
-        .any(|c| c.as_os_str().to_string_lossy().starts_with('.'))
-        || app.dialect.in_app_folder(&rel.to_string_lossy())
-    {
-        return None;
-    }
     match VaultPath::from_abs(app.vault(), path) {
         Ok(p) => Some(Change::Note(p)),
         // A folder event (rename, removal) may move many notes at once.
@@ -205,6 +207,11 @@ fn run(
                 Msg::Event(Err(e)) => {
                     if matches!(e.kind, notify::ErrorKind::MaxFilesWatch) {
                         out_of_watches = true;
+                    } else if !e.paths.is_empty() && e.paths.iter().all(|p| ignored(app, p)) {
+                        // A file of our own `.pkm/` (a socket or index file renamed while the
+                        // poller walked) or another dot-folder: nothing a rescan would read.
+                        tracing::debug!(error = %e, "watcher error outside the notes; ignored");
+                        return true;
                     } else {
                         tracing::warn!(error = %e, "watcher error; rescanning the vault");
                     }

@@ -81,16 +81,24 @@ fn io_error(what: &str, path: &VaultPath, e: &std::io::Error) -> KbError {
 }
 
 impl App {
-    /// Installs a hook that may fail any step of a save. For fault-injection tests only.
+    /// Installs a hook that may fail any step of a save. For fault-injection tests only: the
+    /// seam exists with the `test-support` feature, which only the tests turn on.
+    #[cfg(feature = "test-support")]
     pub fn set_fault_injector(&self, injector: Option<FaultInjector>) {
         *self.faults.write() = injector;
     }
 
+    #[cfg(feature = "test-support")]
     fn step(&self, s: Step) -> std::io::Result<()> {
         match self.faults.read().as_ref() {
             Some(f) => f(s),
             None => Ok(()),
         }
+    }
+
+    #[cfg(not(feature = "test-support"))]
+    fn step(&self, _: Step) -> std::io::Result<()> {
+        Ok(())
     }
 
     /// Writes `bytes` to the note at `path` atomically: a temp file beside it, fsynced, renamed
@@ -169,7 +177,7 @@ impl App {
                 KbError::invalid(format!(
                     "expected_modified is not an RFC 3339 timestamp: {s:?}"
                 ))
-                .with_hint("Pass the modified_at string a previous kb_get_page returned.")
+                .with_hint("Pass the modified_at string a previous {open_page} returned.")
             })?),
         };
         let owned = path.clone();
@@ -187,19 +195,7 @@ impl App {
         expected: Option<SystemTime>,
         f: impl FnOnce(&Current) -> KbResult<(Change, T)>,
     ) -> KbResult<(Outcome, T)> {
-        let current = match self.root.read_regular(path.as_str()) {
-            Ok((bytes, meta)) => Current {
-                mtime: meta.modified().ok(),
-                bytes: Some(bytes),
-            },
-            Err(ReadFailure::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Current {
-                bytes: None,
-                mtime: None,
-            },
-            Err(ReadFailure::NotRegular) => return Err(crate::commands::page::not_regular(path)),
-            Err(ReadFailure::Escapes) => return Err(crate::commands::page::escapes(path)),
-            Err(ReadFailure::Io(e)) => return Err(io_error("reading the note", path, &e)),
-        };
+        let current = self.read_current(path)?;
         if let Some(exp) = expected
             && current.mtime != Some(exp)
         {
@@ -213,132 +209,153 @@ impl App {
             )
             .with_note(path.as_str())
             .with_hint(
-                "Read it again with kb_get_page, merge, and write with the new modified_at.",
+                "Read it again with {open_page}, merge, and write with the new modified_at.",
             ));
         }
-
         let (change, extra) = f(&current)?;
-        let key = [path.as_str()];
         let outcome = match change {
             Change::Keep => Outcome::Unchanged,
-            Change::Write(text) => {
-                let mut prepared = prepare(
-                    &self.dialect,
-                    path,
-                    &text,
-                    SystemTime::now(),
-                    text.len() as u64,
-                );
-                if let Some(why) = &prepared.frontmatter_error {
-                    return Err(
-                        KbError::invalid(format!("frontmatter is not valid YAML: {why}"))
-                            .with_note(path.as_str())
-                            .with_hint("Fix the YAML between the --- fences, or remove them."),
-                    );
-                }
-                // Marked before anything changes, cleared after the index commit: a crash in
-                // between leaves the note lagging, and the next scan re-indexes it.
-                self.begin_update(&key)?;
-                // Recorded before the file changes, so the watcher knows the rename's event as
-                // our echo however soon it arrives.
-                self.record_own_save(path, Some(&prepared.record.hash));
-                let mtime = match self.atomic_write(path, text.as_bytes(), current.mtime, None) {
-                    Ok(mtime) => mtime,
-                    Err(e) => {
-                        self.record_own_save(path, None);
-                        // A failure after the rename (the folder fsync) leaves the new text in
-                        // place while the store still has the old: put the old one back. (A path
-                        // leading out of the vault wrote nothing.)
-                        if !crate::beneath::is_escape(&e)
-                            && self.root.read_regular(path.as_str()).ok().map(|(b, _)| b)
-                                != current.bytes
-                        {
-                            self.restore(path, &current);
-                        }
-                        let _ = self.store.clear_index_lag(&key);
-                        return Err(io_error("writing the note", path, &e));
-                    }
-                };
-                prepared.record.mtime_ns = time::to_nanos(mtime);
-                prepared.record.modified_at = time::to_rfc3339(mtime);
-                let old_row = self.store.get_page(path).ok().flatten();
-                let saved = self
-                    .step(Step::StoreTransaction)
-                    .map_err(|e| KbError::external(&format!("store transaction: {e}")))
-                    .and_then(|_| {
-                        self.store_pages(&[&prepared], &|rows| self.store.save_pages(rows))
-                    });
-                let ids = match saved.map(|mut ids| ids.pop().unwrap_or_default()) {
-                    Ok(ids) => ids,
-                    Err(e) => {
-                        tracing::error!(note = %path, error = %e, "store transaction failed; restoring the note");
-                        self.restore(path, &current);
-                        self.record_own_save(path, None);
-                        let _ = self.store.clear_index_lag(&key);
-                        return Err(KbError::external("saving the note to the store")
-                            .with_note(path.as_str())
-                            .with_hint("The note was left as it was before this call. Retry; if it persists, check the server log."));
-                    }
-                };
-                let renamed = prepared.has_block_refs()
-                    || old_row.as_ref().is_none_or(|r| {
-                        r.title != prepared.record.title || r.aliases != prepared.record.aliases
-                    });
-                if renamed {
-                    self.pages_changed();
-                }
-                let indexed = self
-                    .step(Step::IndexCommit)
-                    .map_err(|e| KbError::external(&e.to_string()))
-                    .and_then(|_| {
-                        self.index_pages(&[&prepared], std::slice::from_ref(&ids), &|_| true)
-                    })
-                    .and_then(|_| self.finish_update(&key));
-                if let Err(e) = indexed {
-                    tracing::error!(note = %path, error = %e, "index refresh failed; the note lags the index until the next reindex");
-                }
-                Outcome::Written(Box::new(prepared), ids)
-            }
-            Change::Delete => {
-                if current.bytes.is_none() {
-                    return Err(KbError::not_found(path.as_str()));
-                }
-                self.begin_update(&key)?;
-                self.record_own_save(path, Some(""));
-                let removed = self
-                    .step(Step::Remove)
-                    .and_then(|_| self.root.parent(path.as_str(), false))
-                    .and_then(|folder| folder.remove(None).map(|_| folder));
-                match removed {
-                    Ok(folder) => {
-                        let _ = folder.sync();
-                    }
-                    Err(e) => {
-                        self.record_own_save(path, None);
-                        let _ = self.store.clear_index_lag(&key);
-                        return Err(io_error("deleting the note", path, &e));
-                    }
-                }
-                let removed = self
-                    .step(Step::StoreTransaction)
-                    .map_err(|e| KbError::external(&format!("store transaction: {e}")))
-                    .and_then(|_| self.drop_pages(&[path.as_str().to_owned()]));
-                if let Err(e) = removed {
-                    tracing::error!(note = %path, error = %e, "store transaction failed; restoring the note");
-                    self.restore(path, &current);
-                    self.record_own_save(path, None);
-                    let _ = self.store.clear_index_lag(&key);
-                    return Err(KbError::external("deleting the note from the store")
-                        .with_note(path.as_str()));
-                }
-                if let Err(e) = self.finish_update(&key) {
-                    tracing::error!(note = %path, error = %e, "index refresh failed; the note lags the index until the next reindex");
-                }
-                self.remove_empty_folders(path);
-                Outcome::Deleted
-            }
+            Change::Write(text) => self.write_note(path, &text, &current)?,
+            Change::Delete => self.delete_note(path, &current)?,
         };
         Ok((outcome, extra))
+    }
+
+    /// The note as it is on disk before a mutation (`bytes: None` when there is none).
+    fn read_current(&self, path: &VaultPath) -> KbResult<Current> {
+        match self.root.read_regular(path.as_str()) {
+            Ok((bytes, meta)) => Ok(Current {
+                mtime: meta.modified().ok(),
+                bytes: Some(bytes),
+            }),
+            Err(ReadFailure::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(Current {
+                bytes: None,
+                mtime: None,
+            }),
+            Err(ReadFailure::NotRegular) => Err(crate::commands::page::not_regular(path)),
+            Err(ReadFailure::Escapes) => Err(crate::commands::page::escapes(path)),
+            Err(ReadFailure::Io(e)) => Err(io_error("reading the note", path, &e)),
+        }
+    }
+
+    /// Writes `text` as the note, then its store rows, then its index docs (one update); on a
+    /// failure before the store has the new text, the note is put back as `current` was.
+    fn write_note(&self, path: &VaultPath, text: &str, current: &Current) -> KbResult<Outcome> {
+        let key = [path.as_str()];
+        let mut prepared = prepare(
+            &self.dialect,
+            path,
+            text,
+            SystemTime::now(),
+            text.len() as u64,
+        );
+        if let Some(why) = &prepared.frontmatter_error {
+            return Err(
+                KbError::invalid(format!("frontmatter is not valid YAML: {why}"))
+                    .with_note(path.as_str())
+                    .with_hint("Fix the YAML between the --- fences, or remove them."),
+            );
+        }
+        // Marked before anything changes, cleared after the index commit: a crash in
+        // between leaves the note lagging, and the next scan re-indexes it.
+        self.begin_update(&key)?;
+        // Recorded before the file changes, so the watcher knows the rename's event as
+        // our echo however soon it arrives.
+        self.record_own_save(path, Some(&prepared.record.hash));
+        let mtime = match self.atomic_write(path, text.as_bytes(), current.mtime, None) {
+            Ok(mtime) => mtime,
+            Err(e) => {
+                self.record_own_save(path, None);
+                // A failure after the rename (the folder fsync) leaves the new text in
+                // place while the store still has the old: put the old one back. (A path
+                // leading out of the vault wrote nothing.)
+                if !crate::beneath::is_escape(&e)
+                    && self.root.read_regular(path.as_str()).ok().map(|(b, _)| b) != current.bytes
+                {
+                    self.restore(path, current);
+                }
+                let _ = self.store.clear_index_lag(&key);
+                return Err(io_error("writing the note", path, &e));
+            }
+        };
+        prepared.record.mtime_ns = time::to_nanos(mtime);
+        prepared.record.modified_at = time::to_rfc3339(mtime);
+        let old_row = self.store.get_page(path).ok().flatten();
+        let saved = self
+            .step(Step::StoreTransaction)
+            .map_err(|e| KbError::external(&format!("store transaction: {e}")))
+            .and_then(|_| self.store_pages(&[&prepared], &|rows| self.store.save_pages(rows)));
+        let ids = match saved.map(|mut ids| ids.pop().unwrap_or_default()) {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::error!(note = %path, error = %e, "store transaction failed; restoring the note");
+                self.restore(path, current);
+                self.record_own_save(path, None);
+                let _ = self.store.clear_index_lag(&key);
+                return Err(KbError::external("saving the note to the store")
+                    .with_note(path.as_str())
+                    .with_hint("The note was left as it was before this call. Retry; if it persists, check the server log."));
+            }
+        };
+        let renamed = prepared.has_block_refs()
+            || old_row.as_ref().is_none_or(|r| {
+                r.title != prepared.record.title || r.aliases != prepared.record.aliases
+            });
+        if renamed {
+            self.pages_changed();
+        }
+        let indexed = self
+            .step(Step::IndexCommit)
+            .map_err(|e| KbError::external(&e.to_string()))
+            .and_then(|_| self.index_pages(&[&prepared], std::slice::from_ref(&ids), &|_| true))
+            .and_then(|_| self.finish_update(&key));
+        if let Err(e) = indexed {
+            tracing::error!(note = %path, error = %e, "index refresh failed; the note lags the index until the next reindex");
+        }
+        Ok(Outcome::Written(Box::new(prepared), ids))
+    }
+
+    /// Deletes the note, then its store rows and index docs (one update), then the folders it
+    /// leaves empty; on a store failure, the note is put back as `current` was.
+    fn delete_note(&self, path: &VaultPath, current: &Current) -> KbResult<Outcome> {
+        let key = [path.as_str()];
+        if current.bytes.is_none() {
+            return Err(KbError::not_found(path.as_str()));
+        }
+        self.begin_update(&key)?;
+        self.record_own_save(path, Some(""));
+        let removed = self
+            .step(Step::Remove)
+            .and_then(|_| self.root.parent(path.as_str(), false))
+            .and_then(|folder| folder.remove(None).map(|_| folder));
+        match removed {
+            Ok(folder) => {
+                let _ = folder.sync();
+            }
+            Err(e) => {
+                self.record_own_save(path, None);
+                let _ = self.store.clear_index_lag(&key);
+                return Err(io_error("deleting the note", path, &e));
+            }
+        }
+        let removed = self
+            .step(Step::StoreTransaction)
+            .map_err(|e| KbError::external(&format!("store transaction: {e}")))
+            .and_then(|_| self.drop_pages(&[path.as_str().to_owned()]));
+        if let Err(e) = removed {
+            tracing::error!(note = %path, error = %e, "store transaction failed; restoring the note");
+            self.restore(path, current);
+            self.record_own_save(path, None);
+            let _ = self.store.clear_index_lag(&key);
+            return Err(
+                KbError::external("deleting the note from the store").with_note(path.as_str())
+            );
+        }
+        if let Err(e) = self.finish_update(&key) {
+            tracing::error!(note = %path, error = %e, "index refresh failed; the note lags the index until the next reindex");
+        }
+        self.remove_empty_folders(path);
+        Ok(Outcome::Deleted)
     }
 
     /// Removes the folders a delete left empty, from the note's folder up to (not including) the

@@ -43,7 +43,7 @@ impl From<StoreError> for KbError {
         let base = KbError::external("the block store");
         match e {
             StoreError::Corrupt(_) => {
-                base.with_hint("The block store is damaged; rebuild it with kb_reindex (mode rebuild).")
+                base.with_hint("The block store is damaged; rebuild it with {rebuild}.")
             }
             StoreError::NewerSchema { .. } => base.with_hint(
                 "The block store was created by a newer version; upgrade the server or rebuild the store.",

@@ -27,6 +27,7 @@ macro_rules! block_select {
     };
 }
 
+#[cfg(feature = "test-support")]
 macro_rules! link_select {
     () => {
         "SELECT l.block_id, p.path, l.target, l.target_key, l.alias, l.position, l.embed
@@ -118,11 +119,13 @@ pub(crate) fn blocks_of_page(c: &Connection, path: &str) -> Result<Vec<StoredBlo
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+#[cfg(feature = "test-support")]
 pub(crate) fn block(c: &Connection, id: &str) -> Result<Option<StoredBlock>, StoreError> {
     let mut st = c.prepare_cached(concat!(block_select!(), "WHERE b.id = ?1"))?;
     Ok(st.query_row([id], block_row).optional()?)
 }
 
+#[cfg(feature = "test-support")]
 pub(crate) fn links_of_page(c: &Connection, path: &str) -> Result<Vec<StoredLink>, StoreError> {
     let mut st = c.prepare_cached(concat!(
         link_select!(),
@@ -132,6 +135,7 @@ pub(crate) fn links_of_page(c: &Connection, path: &str) -> Result<Vec<StoredLink
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+#[cfg(feature = "test-support")]
 pub(crate) fn all_links(c: &Connection) -> Result<Vec<StoredLink>, StoreError> {
     let mut st = c.prepare_cached(concat!(link_select!(), "ORDER BY p.path, l.seq, l.n"))?;
     let rows = st.query_map([], link_row)?;
@@ -265,12 +269,14 @@ pub(crate) fn count(c: &Connection, sql: &str) -> Result<u64, StoreError> {
     u64::try_from(n).map_err(|_| StoreError::Corrupt(format!("negative count {n}")))
 }
 
+#[cfg(feature = "test-support")]
 pub(crate) fn pages_with_tag(c: &Connection, tag: &str) -> Result<Vec<String>, StoreError> {
     let mut st = c.prepare_cached("SELECT p.path FROM page_tags t JOIN pages p ON p.id = t.page_id WHERE t.tag_key = ?1 ORDER BY p.path")?;
     let rows = st.query_map([tag.to_lowercase()], |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+#[cfg(feature = "test-support")]
 pub(crate) fn blocks_with_tag(
     c: &Connection,
     tag: &str,
@@ -304,6 +310,7 @@ pub(crate) fn meta(c: &Connection, key: &str) -> Result<Option<String>, StoreErr
     Ok(st.query_row([key], |r| r.get(0)).optional()?)
 }
 
+#[cfg(feature = "test-support")]
 pub(crate) fn integrity_check(c: &Connection) -> Result<bool, StoreError> {
     let mut st = c.prepare("PRAGMA integrity_check")?;
     let first: Option<String> = st.query_row([], |r| r.get(0)).optional()?;

@@ -227,11 +227,13 @@ impl BlockStore {
         self.read(|c| read::blocks_of_page(c, path.as_str()))
     }
 
+    #[cfg(feature = "test-support")]
     pub fn get_block(&self, id: &str) -> Result<Option<StoredBlock>, StoreError> {
         self.read(|c| read::block(c, id))
     }
 
     /// The links going out of a page, in document order.
+    #[cfg(feature = "test-support")]
     pub fn links_of_page(&self, path: &VaultPath) -> Result<Vec<StoredLink>, StoreError> {
         self.read(|c| read::links_of_page(c, path.as_str()))
     }
@@ -274,6 +276,7 @@ impl BlockStore {
     }
 
     /// Every link, ordered by source page, then document order; for the graph.
+    #[cfg(feature = "test-support")]
     pub fn all_links(&self) -> Result<Vec<StoredLink>, StoreError> {
         self.read(read::all_links)
     }
@@ -288,11 +291,13 @@ impl BlockStore {
     }
 
     /// Paths of the pages carrying page tag `tag` (case-insensitive), sorted.
+    #[cfg(feature = "test-support")]
     pub fn pages_with_tag(&self, tag: &str) -> Result<Vec<String>, StoreError> {
         self.read(|c| read::pages_with_tag(c, tag))
     }
 
     /// Blocks carrying inline tag `tag` (case-insensitive), by page path then document order.
+    #[cfg(feature = "test-support")]
     pub fn blocks_with_tag(&self, tag: &str, limit: usize) -> Result<Vec<StoredBlock>, StoreError> {
         self.read(|c| read::blocks_with_tag(c, tag, limit))
     }
@@ -312,6 +317,7 @@ impl BlockStore {
     }
 
     /// `PRAGMA integrity_check` reports `ok`.
+    #[cfg(feature = "test-support")]
     pub fn integrity_check(&self) -> Result<bool, StoreError> {
         self.read(read::integrity_check)
     }

@@ -34,8 +34,47 @@ impl ErrorKind {
     }
 }
 
+/// An operation a hint may send the caller to. The layers below the server do not know how a
+/// caller invokes it (the MCP server has a tool for each), so a hint names it by its placeholder,
+/// `{save_page}` say, and the front end words it ([`Operation::placeholder`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// Read a note, with its `modified_at`.
+    OpenPage,
+    /// Create or overwrite a note.
+    SavePage,
+    /// List the notes, paged.
+    ListPages,
+    /// Rebuild the store and the index from the files.
+    Rebuild,
+    /// The index's freshness.
+    IndexStatus,
+}
+
+impl Operation {
+    pub const ALL: [Operation; 5] = [
+        Operation::OpenPage,
+        Operation::SavePage,
+        Operation::ListPages,
+        Operation::Rebuild,
+        Operation::IndexStatus,
+    ];
+
+    /// How a hint names the operation.
+    pub fn placeholder(self) -> &'static str {
+        match self {
+            Operation::OpenPage => "{open_page}",
+            Operation::SavePage => "{save_page}",
+            Operation::ListPages => "{list_pages}",
+            Operation::Rebuild => "{rebuild}",
+            Operation::IndexStatus => "{index_status}",
+        }
+    }
+}
+
 /// An error as the command surface reports it: a kind, a one-line human message that never holds
-/// an absolute path, and what the caller can do about it.
+/// an absolute path, and what the caller can do about it (a hint, whose operations are written as
+/// [`Operation`] placeholders).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KbError {
     pub kind: ErrorKind,
@@ -66,7 +105,7 @@ impl KbError {
         Self::new(ErrorKind::NotFound, format!("Note not found: {note_path}"))
             .with_note(note_path)
             .with_hint(
-                "Create it with kb_write_page, or check the path (kb_list_pages lists the notes).",
+                "Create it with {save_page}, or check the path ({list_pages} lists the notes).",
             )
     }
     /// A failure of the store, index or filesystem. The cause is logged by the caller; the message

@@ -8,6 +8,6 @@ pub mod path;
 pub mod time;
 pub mod vault;
 
-pub use error::{ErrorKind, KbError, KbResult};
+pub use error::{ErrorKind, KbError, KbResult, Operation};
 pub use path::{PathError, VaultPath};
 pub use vault::{Vault, VaultError};

@@ -31,7 +31,7 @@ impl From<IndexError> for KbError {
     fn from(err: IndexError) -> KbError {
         let kb = KbError::external("search index");
         if err.needs_rebuild() {
-            kb.with_hint("The search index needs a rebuild: run kb_reindex with mode \"rebuild\".")
+            kb.with_hint("The search index needs a rebuild: run {rebuild}.")
         } else {
             kb
         }

@@ -6,8 +6,9 @@
 
 use std::time::{Duration, Instant};
 
-use pkm_markdown::block_parser::{parse_page, serialize};
+use pkm_markdown::block_parser::parse_page;
 use pkm_markdown::linker::extract_links;
+use pkm_markdown::serialize::serialize;
 use pkm_markdown::tags::{add_tag, extract_inline_tags, remove_tag};
 
 const BASE_BYTES: usize = 64 * 1024;

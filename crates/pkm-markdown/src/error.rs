@@ -65,7 +65,7 @@ impl From<MarkdownError> for KbError {
                 "Tags are letters, digits and `_ - / .`, without spaces."
             }
             MarkdownError::UnsupportedTags(_) => {
-                "Write `tags` as a list (`tags: [a, b]`) and retry, or edit the note with kb_write_page."
+                "Write `tags` as a list (`tags: [a, b]`) and retry, or edit the note with {save_page}."
             }
             _ => "Fix the YAML between the `---` fences at the top of the note.",
         };

@@ -11,6 +11,7 @@ mod lines;
 pub mod linker;
 mod outline;
 mod scan;
+pub mod serialize;
 pub mod tags;
 
 pub use dialect::{Dialect, Flavor};

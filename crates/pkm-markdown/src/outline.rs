@@ -94,8 +94,9 @@ pub(crate) fn in_code(text: &str, code: Range<usize>) -> Option<Outline> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::block_parser::{outline, parse_page};
+    use crate::block_parser::parse_page;
     use crate::linker::extract_links;
+    use crate::serialize::outline;
     use crate::tags::extract_inline_tags;
 
     fn targets(text: &str) -> Vec<String> {

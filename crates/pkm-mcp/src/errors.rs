@@ -2,7 +2,7 @@
 //! an `McpError` with a code, a one-line message and `data.kind` / `data.hint`; internals (SQLite,
 //! Tantivy and IO causes, absolute paths) are logged, never sent.
 
-use pkm_core::{ErrorKind, KbError};
+use pkm_core::{ErrorKind, KbError, Operation};
 use serde_json::{Map, Value, json};
 
 /// The §8.1 vocabulary, plus the HTTP door's `Unauthenticated`.
@@ -146,6 +146,29 @@ fn default_hint(kind: Kind) -> &'static str {
     }
 }
 
+/// How an MCP client invokes an [`Operation`] a hint names: its tool.
+fn tool_for(op: Operation) -> &'static str {
+    match op {
+        Operation::OpenPage => "kb_get_page",
+        Operation::SavePage => "kb_write_page",
+        Operation::ListPages => "kb_list_pages",
+        Operation::Rebuild => "kb_reindex with mode \"rebuild\"",
+        Operation::IndexStatus => "kb_index_status",
+    }
+}
+
+/// A hint of the layers below, its operations named by the tools that do them.
+fn worded(hint: String) -> String {
+    Operation::ALL.into_iter().fold(hint, |h, op| {
+        if h.contains(op.placeholder()) {
+            h.replace(op.placeholder(), tool_for(op))
+        } else {
+            h
+        }
+    })
+}
+
+/// The one conversion from the command layer's error to the wire's.
 impl From<KbError> for McpError {
     fn from(e: KbError) -> McpError {
         let kind = match e.kind {
@@ -159,7 +182,7 @@ impl From<KbError> for McpError {
         McpError {
             kind,
             message: e.message,
-            hint: e.hint,
+            hint: e.hint.map(worded),
             note_path: e.note_path,
             retry_after_seconds: e.retry_after_seconds,
         }
@@ -182,5 +205,20 @@ mod tests {
             (-32006, Some(3))
         );
         assert!(e.data()["hint"].is_string());
+    }
+
+    #[test]
+    fn hints_name_the_tools_that_do_what_they_advise() {
+        let e = McpError::from(KbError::not_found("a.md"));
+        assert_eq!(
+            e.hint.as_deref(),
+            Some(
+                "Create it with kb_write_page, or check the path (kb_list_pages lists the notes)."
+            )
+        );
+        for op in Operation::ALL {
+            let hint = worded(format!("use {}", op.placeholder()));
+            assert!(hint.starts_with("use kb_") && !hint.contains('{'), "{hint}");
+        }
     }
 }

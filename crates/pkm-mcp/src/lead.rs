@@ -317,7 +317,7 @@ fn execute(
         Request::Tool { name, args } => {
             let tool = tools::find(&name)
                 .ok_or_else(|| KbError::invalid(format!("unknown tool {name}")))?;
-            (tool.handler)(app, &args)
+            (tool.handler)(app, args)
         }
         Request::ListPages { limit, cursor } => {
             json(&page::list_pages(app, limit, cursor.as_deref())?)

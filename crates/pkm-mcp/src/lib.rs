@@ -9,6 +9,7 @@ pub mod http;
 pub mod lead;
 pub mod notify;
 pub mod oauth;
+pub mod protocol;
 pub mod schema;
 pub mod scope;
 pub mod server;

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::errors::{Kind, McpError};
 use crate::tools::TOOLS;
@@ -78,6 +78,29 @@ pub fn validate(tool: &str, args: &Value) -> Result<(), McpError> {
     };
     Err(McpError::new(Kind::InvalidArgs, message)
         .with_hint(format!("See the inputSchema of {tool} in tools/list.")))
+}
+
+/// Checks `args` against the tool's schema ([`validate`]) and returns them with the schema's
+/// `default` of every property left out filled in: the one place a default is written.
+pub fn checked(tool: &str, args: Value) -> Result<Map<String, Value>, McpError> {
+    validate(tool, &args)?;
+    let Value::Object(mut args) = args else {
+        return Err(McpError::new(
+            Kind::InvalidArgs,
+            "arguments must be an object",
+        ));
+    };
+    let properties = input_schema(tool)
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object);
+    for (name, property) in properties.into_iter().flatten() {
+        if let Some(default) = property.get("default")
+            && !args.contains_key(name)
+        {
+            args.insert(name.clone(), default.clone());
+        }
+    }
+    Ok(args)
 }
 
 /// The first value (by its dotted path) that its schema types `"integer"` but that was not read

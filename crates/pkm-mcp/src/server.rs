@@ -1,5 +1,6 @@
-//! `StratumServer`: the MCP methods over the tool table, answered as JSON. The stdio door (rmcp)
-//! and the HTTP door (axum) both call these and add nothing tool-specific.
+//! `StratumServer`: the one router of MCP methods ([`StratumServer::handle`]), over the tool table,
+//! answered as JSON in the caller's protocol revision. The stdio door (rmcp) and the HTTP door
+//! (axum) both hand every JSON-RPC method to it and add nothing method-specific.
 
 use std::sync::Arc;
 
@@ -11,12 +12,11 @@ use stratum_app::dto::RESPONSE_MAX_BYTES;
 use crate::errors::{Kind, McpError};
 use crate::lead::{Host, Request};
 use crate::notify::{ClientLevel, LevelFilter};
+use crate::protocol::{self, Protocol};
 use crate::schema;
 use crate::scope::Scope;
 use crate::tools::{self, TOOLS, Tool};
 
-/// The protocol revision the contract pins (§1).
-pub const PROTOCOL_VERSION: &str = "2025-06-18";
 /// `serverInfo.version`: the workspace version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 const RESOURCE_PREFIX: &str = "note://";
@@ -88,18 +88,26 @@ fn note_path(uri: &str) -> Result<String, McpError> {
     })
 }
 
-/// Who is calling: over stdio everything is allowed; over HTTP, the token's scopes.
-#[derive(Debug, Clone, Default)]
+/// Who is calling, and in which protocol revision: over stdio everything is allowed; over HTTP,
+/// the token's scopes.
+#[derive(Debug, Clone)]
 pub struct Caller {
     /// `None` grants every scope (stdio, or HTTP with `--no-auth`).
     pub scopes: Option<Vec<Scope>>,
     /// For logs: the token's name, never the token.
     pub token_name: Option<String>,
+    /// What the answers look like (agreed by `initialize`).
+    pub protocol: Protocol,
 }
 
 impl Caller {
-    pub fn local() -> Caller {
-        Caller::default()
+    /// The stdio client (or a test): every scope.
+    pub fn local(protocol: Protocol) -> Caller {
+        Caller {
+            scopes: None,
+            token_name: None,
+            protocol,
+        }
     }
     pub fn allows(&self, scope: Scope) -> bool {
         self.scopes.as_ref().is_none_or(|s| s.contains(&scope))
@@ -153,21 +161,25 @@ impl StratumServer {
             .map_err(McpError::from)
     }
 
-    /// The `initialize` result (contract §3).
-    pub fn initialize_result() -> Value {
-        json!({
-            "protocolVersion": PROTOCOL_VERSION,
+    /// The `initialize` result (contract §3), in `protocol` (see [`Protocol::negotiate`]).
+    pub fn initialize_result(protocol: Protocol) -> Value {
+        let mut out = json!({
+            "protocolVersion": protocol.as_str(),
             "capabilities": {"tools": {"listChanged": false}, "resources": {"listChanged": false, "subscribe": false}, "logging": {}},
             "serverInfo": {"name": "stratum-mcp", "title": "Stratum knowledge base", "version": VERSION},
             "instructions": "Tools over a markdown vault. Read with kb_get_page / kb_search, write with kb_write_page \
                 (pass expected_modified from a read to avoid overwriting newer edits), link by writing [[wiki-links]], \
                 tag with kb_add_tag. Notes are also resources: note://<vault-relative path>."
-        })
+        });
+        if protocol.has_icons() {
+            out["serverInfo"]["icons"] = protocol::icons();
+        }
+        out
     }
 
     /// One `tools/list` entry, built from the table.
-    pub fn tool_json(t: &Tool) -> Value {
-        json!({
+    pub fn tool_json(t: &Tool, protocol: Protocol) -> Value {
+        let mut out = json!({
             "name": t.name,
             "description": t.description,
             "inputSchema": schema::input_schema(t.name).cloned().unwrap_or(Value::Null),
@@ -178,7 +190,12 @@ impl StratumServer {
                 "idempotentHint": t.idempotent,
                 "openWorldHint": false
             }
-        })
+        });
+        if protocol.has_icons() {
+            out["title"] = json!(t.title);
+            out["icons"] = protocol::icons();
+        }
+        out
     }
 
     /// `tools/list`: the tools `caller` may call (every tool over stdio and `--no-auth`; over HTTP,
@@ -187,12 +204,14 @@ impl StratumServer {
         let tools: Vec<Value> = TOOLS
             .iter()
             .filter(|t| caller.allows(t.scope))
-            .map(Self::tool_json)
+            .map(|t| Self::tool_json(t, caller.protocol))
             .collect();
         json!({ "tools": tools })
     }
 
-    /// `tools/call`: find, authorise, validate, run off the async threads, cap, shape.
+    /// `tools/call`: find, authorise, validate, run off the async threads, cap, shape. From
+    /// 2025-11-25 on, refused arguments are a tool result with `isError` (SEP-1303); an unknown
+    /// tool or a missing scope stays a JSON-RPC error in every revision.
     pub async fn call_tool(&self, params: &Value, caller: &Caller) -> Result<Value, McpError> {
         let name = params.get("name").and_then(Value::as_str).ok_or_else(|| {
             McpError::new(Kind::InvalidArgs, "tools/call needs a string 'name'")
@@ -206,17 +225,29 @@ impl StratumServer {
             )
             .with_hint(format!("Use a token that holds {}.", tool.scope)));
         }
+        match self.run_tool(name, params, caller).await {
+            Err(e)
+                if e.kind == Kind::InvalidArgs
+                    && caller.protocol.input_errors_are_tool_results() =>
+            {
+                Ok(tool_error_result(&e))
+            }
+            other => other,
+        }
+    }
+
+    /// The part of `tools/call` after the tool is known and allowed.
+    async fn run_tool(
+        &self,
+        name: &str,
+        params: &Value,
+        caller: &Caller,
+    ) -> Result<Value, McpError> {
         let args = match params.get("arguments") {
             None | Some(Value::Null) => Value::Object(Map::new()),
             Some(v) => v.clone(),
         };
-        schema::validate(name, &args)?;
-        let Value::Object(args) = args else {
-            return Err(McpError::new(
-                Kind::InvalidArgs,
-                "arguments must be an object",
-            ));
-        };
+        let args = schema::checked(name, args)?;
         let note = args.get("path").and_then(|v| v.as_str()).unwrap_or("");
         let span = tracing::info_span!(
             "tool",
@@ -310,7 +341,9 @@ impl StratumServer {
     ) -> Result<Option<Value>, McpError> {
         let params = params.unwrap_or(Value::Null);
         let out = match method {
-            "initialize" => Self::initialize_result(),
+            "initialize" => Self::initialize_result(Protocol::negotiate(
+                params.get("protocolVersion").and_then(Value::as_str),
+            )),
             "ping" => json!({}),
             "tools/list" => Self::list_tools(caller),
             "tools/call" => self.call_tool(&params, caller).await?,
@@ -347,6 +380,18 @@ impl StratumServer {
         };
         Ok(Some(out))
     }
+}
+
+/// A refused tool call as a tool result (SEP-1303), for the model to read and correct: the
+/// message, the §8 kind and the hint as one text. No `structuredContent`: the tool's output schema
+/// describes its answers, not its errors.
+fn tool_error_result(e: &McpError) -> Value {
+    let data = e.data();
+    let hint = data["hint"].as_str().unwrap_or_default();
+    json!({
+        "content": [{"type": "text", "text": format!("{} ({}). {hint}", e.message, e.kind.name())}],
+        "isError": true
+    })
 }
 
 #[cfg(test)]

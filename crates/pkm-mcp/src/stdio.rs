@@ -1,116 +1,112 @@
-//! The stdio door: rmcp frames line-delimited JSON-RPC on stdin/stdout and runs the lifecycle;
-//! every method is answered by `StratumServer`, converted to rmcp's types at this edge.
+//! The stdio door: rmcp frames line-delimited JSON-RPC on stdin/stdout and runs the lifecycle
+//! (the `initialize` handshake, cancellation, logging notifications); every request and
+//! notification goes, as JSON, to the router ([`StratumServer::handle`]), whose answer goes back
+//! as it is.
 
-// rmcp marks MCP logging deprecated (SEP-2577, a later protocol revision); the revision this server
-// pins (2025-06-18) has it, and clients use it.
+// rmcp marks MCP logging deprecated (SEP-2577, a later protocol revision); the revisions this server
+// speaks have it, and clients use it.
 #![allow(deprecated)]
 
 use std::borrow::Cow;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorCode,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ServerConfig, SetLevelRequestParams,
+    ClientNotification, ClientRequest, CustomResult, ErrorCode, InitializeResult, ProtocolVersion,
+    ServerInfo, ServerResult,
 };
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use serde::de::DeserializeOwned;
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, RoleServer, Service, ServiceExt};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::errors::{Kind, McpError};
-use crate::notify::{ClientLevel, ClientLog};
+use crate::notify::ClientLog;
+use crate::protocol::Protocol;
 use crate::server::{Caller, StratumServer};
 
 fn to_rmcp(e: McpError) -> ErrorData {
     ErrorData::new(ErrorCode(e.code()), e.message.clone(), Some(e.data()))
 }
 
-fn convert<T: DeserializeOwned>(v: Value) -> Result<T, ErrorData> {
-    serde_json::from_value(v).map_err(|e| {
-        tracing::error!(error = %e, "response does not fit the rmcp model");
-        to_rmcp(McpError::new(Kind::Internal, "internal error"))
-    })
+fn internal(what: &str, e: &serde_json::Error) -> ErrorData {
+    tracing::error!(error = %e, "{what}");
+    to_rmcp(McpError::new(Kind::Internal, "internal error"))
 }
 
-impl ServerHandler for StratumServer {
-    fn get_info(&self) -> ServerConfig {
-        // The initialize result is a fixed, valid document; a failure here would be a bug
-        // caught by the stdio tests, and the default keeps the server answering.
-        serde_json::from_value(StratumServer::initialize_result()).unwrap_or_default()
-    }
+/// A request or notification as the router takes it: its method and params.
+fn method_and_params(message: &impl Serialize) -> Result<(String, Option<Value>), ErrorData> {
+    let mut v = serde_json::to_value(message).map_err(|e| internal("reading a request", &e))?;
+    let method = v["method"].as_str().unwrap_or_default().to_owned();
+    let params = v.get_mut("params").map(Value::take);
+    Ok((method, params))
+}
 
-    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Owned(vec![ProtocolVersion::V_2025_06_18])
-    }
+/// The stdio client: every scope, in the revision agreed with rmcp's handshake (or, before it,
+/// the one a request names in its `_meta`).
+fn caller(context_version: Option<ProtocolVersion>) -> Caller {
+    let protocol = context_version
+        .and_then(|v| Protocol::parse(v.as_str()))
+        .unwrap_or(Protocol::LATEST);
+    Caller::local(protocol)
+}
 
-    async fn set_level(
+/// [`StratumServer`] as rmcp's service: no method is known here.
+struct Door(StratumServer);
+
+impl Service<RoleServer> for Door {
+    async fn handle_request(
         &self,
-        request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        request: ClientRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let (method, params) = method_and_params(&request)?;
+        let caller = caller(context.protocol_version());
+        let result = self
+            .0
+            .handle(&method, params, &caller)
+            .await
+            .map_err(to_rmcp)?
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        if matches!(request, ClientRequest::InitializeRequest(_)) {
+            // rmcp's handshake reads the agreed revision from the typed result.
+            let init: InitializeResult = serde_json::from_value(result)
+                .map_err(|e| internal("initialize result does not fit rmcp's model", &e))?;
+            return Ok(ServerResult::InitializeResult(init));
+        }
+        Ok(ServerResult::CustomResult(CustomResult(result)))
+    }
+
+    async fn handle_notification(
+        &self,
+        notification: ClientNotification,
+        context: NotificationContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        // rmcp's enum and ours spell the levels alike; going through the wire form keeps the
-        // deprecated rmcp type out of the rest of the crate.
-        let level = serde_json::to_value(request.level)
-            .ok()
-            .and_then(|v| v.as_str().and_then(ClientLevel::parse))
-            .ok_or_else(|| to_rmcp(McpError::new(Kind::InvalidArgs, "unknown logging level")))?;
-        self.client_log_level().set(level);
+        let (method, params) = method_and_params(&notification)?;
+        let caller = caller(context.peer.peer_info().map(|i| i.protocol_version.clone()));
+        self.0
+            .handle(&method, params, &caller)
+            .await
+            .map_err(to_rmcp)?;
         Ok(())
     }
 
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        convert(StratumServer::list_tools(&Caller::local()))
+    fn get_info(&self) -> ServerInfo {
+        // What rmcp shows before a handshake; the handshake itself asks the router. The document
+        // is fixed and valid (the stdio tests read it), so the default is never taken.
+        serde_json::from_value(StratumServer::initialize_result(Protocol::LATEST))
+            .unwrap_or_default()
     }
 
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let params = serde_json::json!({"name": request.name, "arguments": request.arguments});
-        let out = StratumServer::call_tool(self, &params, &Caller::local())
-            .await
-            .map_err(to_rmcp)?;
-        Ok(CallToolResponse::Complete(convert::<CallToolResult>(out)?))
-    }
-
-    async fn list_resources(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        let cursor = request.and_then(|r| r.cursor);
-        convert(
-            StratumServer::list_resources(self, cursor)
-                .await
-                .map_err(to_rmcp)?,
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Owned(
+            Protocol::ALL
+                .into_iter()
+                .map(|p| match p {
+                    Protocol::V2025_03_26 => ProtocolVersion::V_2025_03_26,
+                    Protocol::V2025_06_18 => ProtocolVersion::V_2025_06_18,
+                    Protocol::V2025_11_25 => ProtocolVersion::V_2025_11_25,
+                })
+                .collect(),
         )
-    }
-
-    async fn list_resource_templates(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        convert(StratumServer::resource_templates())
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        let out = StratumServer::read_resource(self, &request.uri, &Caller::local())
-            .await
-            .map_err(to_rmcp)?;
-        Ok(ReadResourceResponse::Complete(
-            convert::<ReadResourceResult>(out)?,
-        ))
     }
 }
 
@@ -121,7 +117,7 @@ pub async fn serve(
     mut client_log: tokio::sync::broadcast::Receiver<ClientLog>,
 ) -> anyhow::Result<()> {
     let levels = server.client_log_level_handle();
-    let running = server.serve(rmcp::transport::stdio()).await?;
+    let running = Door(server).serve(rmcp::transport::stdio()).await?;
     let peer = running.peer().clone();
     let forward = tokio::spawn(async move {
         use tokio::sync::broadcast::error::RecvError;

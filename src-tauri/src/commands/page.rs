@@ -2,7 +2,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use pkm_core::{ErrorKind, KbError, KbResult, VaultPath};
+use pkm_core::{KbError, KbResult, VaultPath};
 
 use crate::app::App;
 use crate::convert::{Prepared, prepare};
@@ -129,7 +129,11 @@ fn decode_cursor(cursor: &str) -> KbResult<String> {
         .decode(cursor.as_bytes())
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| KbError::invalid("cursor is not a value this server returned").with_hint("Pass next_cursor from a previous kb_list_pages response, or omit it to start over."))
+        .ok_or_else(|| {
+            KbError::invalid("cursor is not a value this server returned").with_hint(
+                "Pass next_cursor from a previous {list_pages} response, or omit it to start over.",
+            )
+        })
 }
 
 /// Notes in path order, `limit` at a time; `next_cursor` continues after the last one. A page
@@ -213,13 +217,12 @@ fn existing_text<'a>(current: &'a crate::write::Current, path: &VaultPath) -> Kb
     })
 }
 
-fn edit_error(e: impl std::fmt::Display, path: &VaultPath) -> KbError {
-    KbError::new(
-        ErrorKind::InvalidArgs,
-        format!("cannot edit the tags of {path}: {e}"),
-    )
-    .with_note(path.as_str())
-    .with_hint("Fix the note's frontmatter YAML, then retry.")
+/// A tag edit the note's text refuses: the markdown crate's error and hint (a bad tag, a `tags`
+/// value that is not a list, broken YAML), said of this note.
+fn edit_error(e: pkm_markdown::TagEditError, path: &VaultPath) -> KbError {
+    let mut err = KbError::from(e);
+    err.message = format!("cannot edit the tags of {path}: {}", err.message);
+    err.with_note(path.as_str())
 }
 
 /// Adds a tag to the note's frontmatter `tags` with the smallest text edit; a note that already

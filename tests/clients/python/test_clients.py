@@ -1,9 +1,10 @@
 """End-to-end tests of stratum-mcp through the official MCP Python SDK.
 
 Every test drives the real release binary (``STRATUM_MCP_BIN``) on a temporary copy
-of ``examples/vault``, once over stdio and once over Streamable HTTP with a personal
-access token, the way an MCP host would. The SDK itself checks each tool result
-against the tool's ``outputSchema``, so a result that drifts from its schema fails here.
+of ``examples/vault``, over stdio and over Streamable HTTP with a personal access token,
+each in protocol revision 2025-11-25 (what this SDK asks for) and 2025-06-18, the way an
+MCP host would. The SDK itself checks each tool result against the tool's ``outputSchema``,
+so a result that drifts from its schema fails here.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import mcp.client.session
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -31,7 +33,11 @@ if sys.version_info < (3, 11):  # pragma: no cover - anyio brings the backport t
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE_VAULT = REPO_ROOT / "examples" / "vault"
-PROTOCOL_VERSION = "2025-06-18"
+# The revisions each test runs in: the SDK's own offer (its newest with a handshake), and the
+# previous one, which clients pinned to it still ask for.
+PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18"]
+INVALID_PARAMS = -32602
+METHOD_NOT_FOUND = -32601
 NOT_FOUND = -32001
 CONFLICT = -32002
 INVALID_REQUEST = -32600
@@ -204,10 +210,18 @@ def transport(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
+@pytest.fixture(params=PROTOCOL_VERSIONS)
+def protocol(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The revision the client's initialize asks for. The SDK has no option for it: an older one
+    is asked for by changing the constant its handshake reads."""
+    monkeypatch.setattr(mcp.client.session, "LATEST_HANDSHAKE_VERSION", request.param)
+    return request.param
+
+
 @pytest.fixture
-def connect(transport: str, request: pytest.FixtureRequest, binary: Path):
+def connect(transport: str, protocol: str, request: pytest.FixtureRequest, binary: Path):
     """Returns (vault, open_client): open_client() is an async context manager yielding a
-    connected, initialized `mcp.Client` on the selected transport."""
+    connected `mcp.Client` on the selected transport, initialized in the selected revision."""
     if transport == "stdio":
         vault: Path = request.getfixturevalue("stdio_vault")
 
@@ -288,13 +302,13 @@ def note_text(vault: Path, rel: str) -> str:
 
 
 @pytest.mark.anyio
-async def test_initialize_reports_server_and_protocol(connect) -> None:
+async def test_initialize_reports_server_and_protocol(connect, protocol: str) -> None:
     _, open_client = connect
     async with open_client() as client:
         assert client.server_info is not None
         assert client.server_info.name == "stratum-mcp"
         assert client.server_info.version.startswith("0.7.")
-        assert client.protocol_version == PROTOCOL_VERSION
+        assert client.protocol_version == protocol
         tools_cap = client.server_capabilities.tools
         assert tools_cap is not None
         assert tools_cap.list_changed is False
@@ -311,6 +325,42 @@ async def test_list_tools_has_the_fifteen_kb_tools(connect) -> None:
             assert tool.input_schema.get("type") == "object", tool.name
             assert tool.output_schema is not None, f"{tool.name} has no outputSchema"
             assert tool.output_schema.get("type") == "object", tool.name
+
+
+@pytest.mark.anyio
+async def test_tools_have_titles_and_icons_from_2025_11_25(connect, protocol: str) -> None:
+    _, open_client = connect
+    async with open_client() as client:
+        listing = await client.list_tools()
+        for tool in listing.tools:
+            if protocol == "2025-11-25":
+                assert tool.title and not tool.title.startswith("kb_"), tool
+                assert tool.icons and tool.icons[0].mime_type == "image/svg+xml", tool
+                assert tool.icons[0].src.startswith("data:image/svg+xml;base64,")
+            else:
+                assert tool.title is None and tool.icons is None, tool
+
+
+@pytest.mark.anyio
+async def test_refused_arguments_are_a_tool_result_from_2025_11_25(connect, protocol: str) -> None:
+    # SEP-1303: the model reads what was wrong and can call again; before, a JSON-RPC error.
+    _, open_client = connect
+    async with open_client() as client:
+        bad = {"path": "projects/Stratum.md", "no_such_argument": 1}
+        if protocol == "2025-11-25":
+            result = await client.call_tool("kb_get_page", bad)
+            assert result.is_error is True, result
+            text = result.content[0].text
+            assert "InvalidArgs" in text and "no_such_argument" in text, text
+        else:
+            with pytest.raises(MCPError) as err:
+                await client.call_tool("kb_get_page", bad)
+            assert err.value.code == INVALID_PARAMS
+            assert err.value.data["kind"] == "InvalidArgs"
+        # A tool that does not exist is a protocol error in every revision.
+        with pytest.raises(MCPError) as err:
+            await client.call_tool("kb_no_such_tool", {})
+        assert err.value.code == METHOD_NOT_FOUND
 
 
 @pytest.mark.anyio

@@ -1,8 +1,8 @@
 // End-to-end tests of stratum-mcp through the official MCP TypeScript SDK.
 //
 // Every test drives the real release binary (STRATUM_MCP_BIN) on a temporary copy of
-// examples/vault, once over stdio and once over Streamable HTTP with a personal access
-// token, the way an MCP host would. The SDK itself checks each tool result against the
+// examples/vault, over stdio and over Streamable HTTP with a personal access token, each in
+// protocol revision 2025-11-25 (what this SDK asks for) and 2025-06-18, the way an MCP host would. The SDK itself checks each tool result against the
 // tool's outputSchema (after listTools), so a result that drifts from its schema fails here.
 
 import { after, before, describe, it } from 'node:test';
@@ -22,7 +22,10 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO_ROOT = resolve(HERE, '..', '..', '..');
 const EXAMPLE_VAULT = join(REPO_ROOT, 'examples', 'vault');
-const PROTOCOL_VERSION = '2025-06-18';
+// The revisions each suite runs in: the SDK's own offer, and the previous one.
+const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18'];
+const INVALID_PARAMS = -32602;
+const METHOD_NOT_FOUND = -32601;
 const NOT_FOUND = -32001;
 // Bounds every wait on the server so a hung server fails the run instead of stalling CI.
 const TIMEOUT_MS = 30_000;
@@ -130,8 +133,22 @@ function stopProcess(child) {
   });
 }
 
-/** One transport's fixture: a vault copy plus a way to open a connected client on it. */
-function transportFixture(kind) {
+/**
+ * Makes the client's initialize ask for `version`: the SDK always offers its newest revision and
+ * has no option for another, so the request is rewritten on its way out.
+ */
+function askFor(transport, version) {
+  const send = transport.send.bind(transport);
+  transport.send = (message, options) => {
+    const asked = message.method === 'initialize'
+      ? { ...message, params: { ...message.params, protocolVersion: version } }
+      : message;
+    return send(asked, options);
+  };
+}
+
+/** One transport's fixture: a vault copy plus a way to open a client connected in `version`. */
+function transportFixture(kind, version) {
   const state = { bin: null, vault: null, root: null, server: null, token: null };
 
   async function open(token) {
@@ -154,6 +171,7 @@ function transportFixture(kind) {
       const headers = token == null ? {} : { Authorization: `Bearer ${token}` };
       transport = new StreamableHTTPClientTransport(new URL(state.server.url), { requestInit: { headers } });
     }
+    askFor(transport, version);
     await client.connect(transport, { timeout: TIMEOUT_MS });
     return {
       client,
@@ -232,9 +250,9 @@ async function listAllResources(client) {
   return uris;
 }
 
-for (const kind of ['stdio', 'http']) {
-  describe(`stratum-mcp over ${kind}`, () => {
-    const fx = transportFixture(kind);
+for (const [kind, version] of ['stdio', 'http'].flatMap((k) => PROTOCOL_VERSIONS.map((v) => [k, v]))) {
+  describe(`stratum-mcp over ${kind}, protocol ${version}`, () => {
+    const fx = transportFixture(kind, version);
     const noteText = (rel) => readFileSync(join(fx.state.vault, rel), 'utf8');
     const exists = (rel) => existsSync(join(fx.state.vault, rel));
 
@@ -246,7 +264,7 @@ for (const kind of ['stdio', 'http']) {
         const info = client.getServerVersion();
         assert.equal(info.name, 'stratum-mcp');
         assert.match(info.version, /^0\.7\./);
-        assert.equal(protocolVersion(), PROTOCOL_VERSION);
+        assert.equal(protocolVersion(), version);
         assert.equal(client.getServerCapabilities().tools.listChanged, false);
       }));
 
@@ -258,6 +276,45 @@ for (const kind of ['stdio', 'http']) {
           assert.equal(tool.inputSchema.type, 'object', tool.name);
           assert.equal(tool.outputSchema?.type, 'object', `${tool.name} has no object outputSchema`);
         }
+      }));
+
+    it('tools carry a title and icons from 2025-11-25 on', () =>
+      fx.with(async ({ client }) => {
+        const { tools } = await client.listTools();
+        for (const tool of tools) {
+          if (version === '2025-11-25') {
+            assert.ok(tool.title && !tool.title.startsWith('kb_'), JSON.stringify(tool.title));
+            assert.equal(tool.icons[0].mimeType, 'image/svg+xml');
+            assert.ok(tool.icons[0].src.startsWith('data:image/svg+xml;base64,'));
+          } else {
+            assert.equal(tool.title, undefined);
+            assert.equal(tool.icons, undefined);
+          }
+        }
+      }));
+
+    it('refused arguments are a tool result with isError from 2025-11-25 on (SEP-1303)', () =>
+      fx.with(async ({ client }) => {
+        const bad = { name: 'kb_get_page', arguments: { path: 'projects/Stratum.md', no_such_argument: 1 } };
+        if (version === '2025-11-25') {
+          const result = await client.callTool(bad, undefined, { timeout: TIMEOUT_MS });
+          assert.equal(result.isError, true, JSON.stringify(result));
+          assert.match(result.content[0].text, /InvalidArgs/);
+          assert.match(result.content[0].text, /no_such_argument/);
+        } else {
+          await assert.rejects(client.callTool(bad), (err) => {
+            assert.ok(err instanceof McpError, String(err));
+            assert.equal(err.code, INVALID_PARAMS);
+            assert.equal(err.data.kind, 'InvalidArgs');
+            return true;
+          });
+        }
+        // A tool that does not exist is a protocol error in every revision.
+        await assert.rejects(client.callTool({ name: 'kb_no_such_tool', arguments: {} }), (err) => {
+          assert.ok(err instanceof McpError, String(err));
+          assert.equal(err.code, METHOD_NOT_FOUND);
+          return true;
+        });
       }));
 
     it('resources/list names notes as note:// URIs and resources/read returns the markdown', () =>
@@ -317,7 +374,7 @@ for (const kind of ['stdio', 'http']) {
 
       it('kb_write_page, then read back', () =>
         withTools(async (client) => {
-          const path = `inbox/TS SDK ${kind} write.md`;
+          const path = `inbox/TS SDK ${kind} ${version} write.md`;
           const content = '---\ntitle: Written by the SDK\ntags: [sdk]\n---\n\n# Written\n\nSee [[Stratum]].\n';
           const note = await call(client, 'kb_write_page', { path, content });
           assert.equal(note.path, path);
@@ -331,7 +388,7 @@ for (const kind of ['stdio', 'http']) {
 
       it('kb_delete_page', () =>
         withTools(async (client) => {
-          const path = `inbox/TS SDK ${kind} delete.md`;
+          const path = `inbox/TS SDK ${kind} ${version} delete.md`;
           await call(client, 'kb_write_page', { path, content: '# Doomed\n' });
           assert.ok(exists(path));
           assert.deepEqual(await call(client, 'kb_delete_page', { path }), {});
@@ -417,7 +474,7 @@ for (const kind of ['stdio', 'http']) {
 
       it('kb_add_tag and kb_remove_tag', () =>
         withTools(async (client) => {
-          const path = `inbox/TS SDK ${kind} tags.md`;
+          const path = `inbox/TS SDK ${kind} ${version} tags.md`;
           await call(client, 'kb_write_page', { path, content: '# Tag me\n\nSome text.\n' });
           const added = await call(client, 'kb_add_tag', { path, tag: 'client-test' });
           assert.deepEqual({ ...added }, { path, success: true, tag: 'client-test', action: 'add', applied: 1 });

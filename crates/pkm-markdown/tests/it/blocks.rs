@@ -1,7 +1,8 @@
 //! The outliner model, one `check_blocks` per rule.
 
 use expect_test::expect;
-use pkm_markdown::block_parser::{BlockKind, Marker, ParsedPage, Priority, parse_page, serialize};
+use pkm_markdown::block_parser::{BlockKind, Marker, ParsedPage, Priority, parse_page};
+use pkm_markdown::serialize::serialize;
 
 use crate::check_blocks;
 

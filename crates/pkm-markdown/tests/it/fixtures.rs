@@ -2,8 +2,9 @@
 //! model, kept next to them as `tests/fixtures/<name>.expected`. Refresh with `UPDATE_EXPECT=1`.
 
 use expect_test::{ExpectFile, expect_file};
-use pkm_markdown::block_parser::{outline, parse_page, serialize};
+use pkm_markdown::block_parser::parse_page;
 use pkm_markdown::linker::{LinkKind, extract_links};
+use pkm_markdown::serialize::{outline, serialize};
 
 fn check(name: &str, expect: ExpectFile) {
     let path = format!("{}/tests/fixtures/{name}.md", env!("CARGO_MANIFEST_DIR"));

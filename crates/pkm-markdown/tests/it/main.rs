@@ -17,7 +17,8 @@ mod robustness;
 mod tag_edits;
 
 use expect_test::Expect;
-use pkm_markdown::block_parser::{outline, parse_page};
+use pkm_markdown::block_parser::parse_page;
+use pkm_markdown::serialize::outline;
 
 /// Parses `markdown` and compares its block tree, printed by `outline`, with `expect`.
 pub fn check_blocks(markdown: &str, expect: Expect) {

@@ -3,10 +3,9 @@
 
 use std::ops::Range;
 
-use pkm_markdown::block_parser::{
-    Block, Marker, ParsedPage, Priority, outline, parse_page, serialize,
-};
+use pkm_markdown::block_parser::{Block, Marker, ParsedPage, Priority, parse_page};
 use pkm_markdown::linker::extract_links;
+use pkm_markdown::serialize::{outline, serialize};
 use pkm_markdown::tags::extract_inline_tags;
 use proptest::prelude::*;
 use pulldown_cmark::{Event, Options, Parser, Tag};

@@ -1,8 +1,9 @@
 //! Pathological input completes (no stack overflow, no quadratic blow-up) with sane output.
 //! Speed is measured by `examples/parse_bench.rs`, not asserted here.
 
-use pkm_markdown::block_parser::{Block, MAX_DEPTH, parse_page, serialize};
+use pkm_markdown::block_parser::{Block, MAX_DEPTH, parse_page};
 use pkm_markdown::linker::extract_links;
+use pkm_markdown::serialize::serialize;
 use pkm_markdown::tags::extract_inline_tags;
 
 fn depth_and_count(blocks: &[Block]) -> (usize, usize) {

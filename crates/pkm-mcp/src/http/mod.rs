@@ -46,8 +46,6 @@ pub use self::rate::{Limit, MemoryRateStore, RateLimits, RateStore};
 
 /// `MCP_BODY_MAX` of contract §11: larger request bodies get HTTP 413.
 pub const BODY_MAX_BYTES: usize = 2 * 1024 * 1024;
-/// `MCP-Protocol-Version` values a client may announce on follow-up requests.
-pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 2] = ["2025-06-18", "2025-03-26"];
 
 /// How long a client may take to send its request body before it gets 408.
 const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);

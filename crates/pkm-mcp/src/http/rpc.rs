@@ -13,11 +13,12 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::{
-    Auth, BODY_MAX_BYTES, BODY_READ_TIMEOUT, ClientAddr, HttpState, SUPPORTED_PROTOCOL_VERSIONS,
-    error_response, json_response, status_for,
+    Auth, BODY_MAX_BYTES, BODY_READ_TIMEOUT, ClientAddr, HttpState, error_response, json_response,
+    status_for,
 };
 use crate::errors::{Kind, McpError};
 use crate::oauth::{Refusal, looks_like_jwt};
+use crate::protocol::Protocol;
 use crate::scope::Scope;
 use crate::server::Caller;
 use crate::tokens::Principal;
@@ -135,7 +136,7 @@ impl Identity {
         self.principal.as_ref().map(Principal::key)
     }
 
-    fn caller(&self) -> Caller {
+    fn caller(&self, protocol: Protocol) -> Caller {
         Caller {
             // With auth on, a caller without a token (only `initialize` gets this far) holds nothing.
             scopes: self.auth.then(|| {
@@ -145,6 +146,7 @@ impl Identity {
                     .unwrap_or_default()
             }),
             token_name: self.token_name().map(str::to_owned),
+            protocol,
         }
     }
 }
@@ -376,10 +378,11 @@ fn refuse(
     r
 }
 
-/// Whether the `Mcp-Session-Id` value names a live session usable by `token` (marks it used).
-fn touch_session(state: &HttpState, id: &HeaderValue, token: Option<&str>) -> bool {
-    id.to_str()
-        .is_ok_and(|id| state.shared.sessions.touch(id, token).is_ok())
+/// The revision of the live session the `Mcp-Session-Id` value names, when `token` may use it
+/// (marks it used).
+fn touch_session(state: &HttpState, id: &HeaderValue, token: Option<&str>) -> Option<Protocol> {
+    let id = id.to_str().ok()?;
+    state.shared.sessions.touch(id, token).ok()
 }
 
 /// The rate-limit tier of a method: `None` when it is not counted, `Some(None)` for a call
@@ -408,10 +411,10 @@ fn rate_key(identity: &Identity, parts: &Parts) -> String {
     }
 }
 
-/// One request through the rate limiter and the dispatcher.
+/// One request through the rate limiter and the router.
 async fn dispatch(
     state: &HttpState,
-    identity: &Identity,
+    caller: &Caller,
     key: &str,
     method: &str,
     params: Option<Value>,
@@ -422,11 +425,7 @@ async fn dispatch(
             McpError::new(Kind::RateLimited, "Rate limit exceeded").retry_after(secs)
         })?;
     }
-    let result = state
-        .shared
-        .server
-        .handle(method, params, &identity.caller())
-        .await?;
+    let result = state.shared.server.handle(method, params, caller).await?;
     // A notification method sent with an id still gets an (empty) answer.
     Ok(result.unwrap_or_else(|| json!({})))
 }
@@ -441,8 +440,30 @@ fn batch_rank(kind: Kind) -> u8 {
     }
 }
 
+/// `POST <base>/mcp`: the body's messages, admitted (protocol, token, session), each answered by
+/// the router, in one response.
 pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
+    let (batch, messages) = match read_messages(&state, &parts, body).await {
+        Ok(read) => read,
+        Err(refused) => return refused,
+    };
+    let (identity, protocol) = match admit(&state, &parts, batch, &messages).await {
+        Ok(admitted) => admitted,
+        Err(refused) => return refused,
+    };
+    record_span(&messages);
+    let key = rate_key(&identity, &parts);
+    answer(&state, &identity, protocol, &key, batch, messages).await
+}
+
+/// The body as JSON-RPC messages, and whether it was a batch; or the response refusing it (size,
+/// media type, timeout, JSON, an empty batch, a single message that is not JSON-RPC).
+async fn read_messages(
+    state: &HttpState,
+    parts: &Parts,
+    body: Body,
+) -> Result<(bool, Vec<Message>), Response> {
     let declared = parts
         .headers
         .get(header::CONTENT_LENGTH)
@@ -452,7 +473,7 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
         if declared.is_some_and(|n| n <= DRAIN_MAX_BYTES as u64) {
             let _ = read_body(body).await;
         }
-        return too_large();
+        return Err(too_large());
     }
     if !is_json(&parts.headers) {
         let e = McpError::new(
@@ -460,47 +481,47 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
             "Content-Type must be application/json",
         )
         .with_hint("POST JSON-RPC as application/json.");
-        return error_response(StatusCode::UNSUPPORTED_MEDIA_TYPE, &e);
+        return Err(error_response(StatusCode::UNSUPPORTED_MEDIA_TYPE, &e));
     }
     let bytes = match read_body(body).await {
         Ok(b) => b,
-        Err(ReadError::TooLarge) => return too_large(),
+        Err(ReadError::TooLarge) => return Err(too_large()),
         Err(ReadError::Timeout) => {
-            return error_response(
+            return Err(error_response(
                 StatusCode::REQUEST_TIMEOUT,
                 &McpError::new(
                     Kind::InvalidRequest,
                     "The request body was not sent in time",
                 ),
-            );
+            ));
         }
         Err(ReadError::Broken) => {
-            return error_response(
+            return Err(error_response(
                 StatusCode::BAD_REQUEST,
                 &McpError::new(Kind::InvalidRequest, "The request body could not be read"),
-            );
+            ));
         }
     };
     let parsed: Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
         Err(e) => {
             state.shared.metrics.error(Kind::ParseError);
-            return error_response(
+            return Err(error_response(
                 StatusCode::BAD_REQUEST,
                 &McpError::new(Kind::ParseError, format!("Parse error: {e}")),
-            );
+            ));
         }
     };
     let (batch, values) = match parsed {
         Value::Array(a) if a.is_empty() => {
             state.shared.metrics.error(Kind::InvalidRequest);
-            return error_response(
+            return Err(error_response(
                 StatusCode::BAD_REQUEST,
                 &McpError::new(
                     Kind::InvalidRequest,
                     "An empty batch is not a valid request",
                 ),
-            );
+            ));
         }
         Value::Array(a) => (true, a),
         v => (false, vec![v]),
@@ -509,23 +530,41 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
     if !batch && let Some(Message::Invalid { id, why }) = messages.first() {
         state.shared.metrics.error(Kind::InvalidRequest);
         let e = McpError::new(Kind::InvalidRequest, format!("Invalid request: {why}"));
-        return json_response(StatusCode::BAD_REQUEST, &error_entry(id.clone(), &e));
+        return Err(json_response(
+            StatusCode::BAD_REQUEST,
+            &error_entry(id.clone(), &e),
+        ));
     }
-    if let Some(v) = parts.headers.get(PROTOCOL_HEADER)
-        && !v
-            .to_str()
-            .is_ok_and(|v| SUPPORTED_PROTOCOL_VERSIONS.contains(&v.trim()))
-    {
-        let e = McpError::new(Kind::InvalidRequest, "Unsupported MCP-Protocol-Version").with_hint(
-            format!(
-                "This server speaks {}.",
-                SUPPORTED_PROTOCOL_VERSIONS.join(" and ")
-            ),
-        );
-        return refuse(&state, batch, &messages, &e, StatusCode::BAD_REQUEST, None);
+    Ok((batch, messages))
+}
+
+/// Who is calling and in which revision; or the response refusing the body (an unknown
+/// `MCP-Protocol-Version`, a missing or refused token, an unknown or missing session).
+async fn admit(
+    state: &HttpState,
+    parts: &Parts,
+    batch: bool,
+    messages: &[Message],
+) -> Result<(Identity, Protocol), Response> {
+    // The revision the client says it speaks; without the header, the session's (below).
+    let mut protocol = None;
+    if let Some(v) = parts.headers.get(PROTOCOL_HEADER) {
+        protocol = v.to_str().ok().and_then(Protocol::parse);
+        if protocol.is_none() {
+            let e = McpError::new(Kind::InvalidRequest, "Unsupported MCP-Protocol-Version")
+                .with_hint(format!("This server speaks {}.", Protocol::listed()));
+            return Err(refuse(
+                state,
+                batch,
+                messages,
+                &e,
+                StatusCode::BAD_REQUEST,
+                None,
+            ));
+        }
     }
 
-    let identity = identify(&state, &parts.headers).await;
+    let identity = identify(state, &parts.headers).await;
     let opens_session = messages.iter().any(|m| m.is_request(|m| m == "initialize"));
     let needs_token = messages.iter().any(|m| m.is_request(|m| m != "initialize"));
     if identity.auth && (identity.rejected || (needs_token && identity.principal.is_none())) {
@@ -538,34 +577,54 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
         if let Some(why) = &identity.why {
             e = e.with_hint(format!("The access token was refused: {why}."));
         }
-        return refuse(
-            &state,
+        return Err(refuse(
+            state,
             batch,
-            &messages,
+            messages,
             &e,
             StatusCode::UNAUTHORIZED,
             identity.why.as_deref(),
-        );
+        ));
     }
     if !opens_session {
         match parts.headers.get(SESSION_HEADER) {
-            Some(id) if !touch_session(&state, id, identity.key().as_deref()) => {
-                let e = McpError::new(Kind::InvalidRequest, "Unknown or ended session")
-                    .with_hint("Start a new session with initialize.");
-                return refuse(&state, batch, &messages, &e, StatusCode::NOT_FOUND, None);
+            Some(id) => {
+                let Some(agreed) = touch_session(state, id, identity.key().as_deref()) else {
+                    let e = McpError::new(Kind::InvalidRequest, "Unknown or ended session")
+                        .with_hint("Start a new session with initialize.");
+                    return Err(refuse(
+                        state,
+                        batch,
+                        messages,
+                        &e,
+                        StatusCode::NOT_FOUND,
+                        None,
+                    ));
+                };
+                protocol = protocol.or(Some(agreed));
             }
-            Some(_) => {}
             None if identity.auth && needs_token => {
                 let e = McpError::new(Kind::InvalidRequest, "Missing Mcp-Session-Id header")
                     .with_hint("Send initialize first and echo its Mcp-Session-Id header on every later request.");
-                return refuse(&state, batch, &messages, &e, StatusCode::BAD_REQUEST, None);
+                return Err(refuse(
+                    state,
+                    batch,
+                    messages,
+                    &e,
+                    StatusCode::BAD_REQUEST,
+                    None,
+                ));
             }
             None => {}
         }
     }
+    Ok((identity, protocol.unwrap_or(Protocol::ASSUMED)))
+}
 
+/// Names the request's method (and tool) on the request's span, for the access log.
+fn record_span(messages: &[Message]) {
     let span = tracing::Span::current();
-    if let [Message::Request { method, params, .. }] = messages.as_slice() {
+    if let [Message::Request { method, params, .. }] = messages {
         span.record("rpc", method.as_str());
         if let Some(tool) = params
             .as_ref()
@@ -578,8 +637,20 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
     } else {
         span.record("rpc", "batch");
     }
+}
 
-    let key = rate_key(&identity, &parts);
+/// Each message through the router, and the one response: the HTTP status of a single answer or
+/// of the batch's worst refusal, `Mcp-Session-Id` after `initialize`, `Retry-After`, the
+/// `insufficient_scope` challenge.
+async fn answer(
+    state: &HttpState,
+    identity: &Identity,
+    protocol: Protocol,
+    key: &str,
+    batch: bool,
+    messages: Vec<Message>,
+) -> Response {
+    let caller = identity.caller(protocol);
     let mut entries = Vec::new();
     let mut single_status = StatusCode::OK;
     let mut worst: Option<Kind> = None;
@@ -599,19 +670,22 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
             Message::Notification { method, params } => {
                 // Only protocol notifications do anything; a method call without an id is dropped.
                 if method.starts_with("notifications/") {
-                    let _ = state
-                        .shared
-                        .server
-                        .handle(&method, params, &identity.caller())
-                        .await;
+                    let _ = state.shared.server.handle(&method, params, &caller).await;
                 }
             }
             Message::Request { id, method, params } => {
                 let needs = rate_tier(&method, params.as_ref()).flatten();
-                match dispatch(&state, &identity, &key, &method, params).await {
+                match dispatch(state, &caller, key, &method, params).await {
                     Ok(result) => {
                         if method == "initialize" && session.is_none() {
-                            session = Some(state.shared.sessions.open(identity.key()));
+                            let agreed =
+                                result["protocolVersion"].as_str().and_then(Protocol::parse);
+                            session = Some(
+                                state
+                                    .shared
+                                    .sessions
+                                    .open(identity.key(), agreed.unwrap_or(Protocol::LATEST)),
+                            );
                         }
                         entries.push(json!({"jsonrpc": "2.0", "id": id, "result": result}));
                     }
@@ -655,7 +729,7 @@ pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Respon
         headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
     if response.status() == StatusCode::FORBIDDEN
-        && let Some(challenge) = insufficient_scope_challenge(&state, &identity, &scopes_needed)
+        && let Some(challenge) = insufficient_scope_challenge(state, identity, &scopes_needed)
     {
         response
             .headers_mut()

@@ -7,12 +7,16 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use crate::protocol::Protocol;
+
 const IDLE_EXPIRY: Duration = Duration::from_secs(24 * 60 * 60);
 const MAX_SESSIONS: usize = 10_000;
 
 struct Session {
     /// The token name the session is bound to; `None` when it was opened without a token.
     token: Option<String>,
+    /// The revision `initialize` agreed on.
+    protocol: Protocol,
     last_used: Instant,
 }
 
@@ -36,8 +40,8 @@ impl SessionStore {
         }
     }
 
-    /// Opens a session; returns its id.
-    pub(super) fn open(&self, token: Option<String>) -> String {
+    /// Opens a session speaking `protocol`; returns its id.
+    pub(super) fn open(&self, token: Option<String>, protocol: Protocol) -> String {
         let id = uuid::Uuid::new_v4().to_string();
         let now = Instant::now();
         let mut map = self.sessions.lock();
@@ -58,15 +62,17 @@ impl SessionStore {
             id.clone(),
             Session {
                 token,
+                protocol,
                 last_used: now,
             },
         );
         id
     }
 
-    /// Checks that `id` is live and usable by `token` (the caller's token name, if any), and marks
-    /// it used. A session opened without a token accepts any authenticated caller.
-    pub(super) fn touch(&self, id: &str, token: Option<&str>) -> Result<(), Refused> {
+    /// Checks that `id` is live and usable by `token` (the caller's token name, if any), marks it
+    /// used and gives its revision. A session opened without a token accepts any authenticated
+    /// caller.
+    pub(super) fn touch(&self, id: &str, token: Option<&str>) -> Result<Protocol, Refused> {
         let now = Instant::now();
         let mut map = self.sessions.lock();
         let Some(s) = map.get_mut(id) else {
@@ -82,7 +88,7 @@ impl SessionStore {
             return Err(Refused::OtherToken);
         }
         s.last_used = now;
-        Ok(())
+        Ok(s.protocol)
     }
 
     /// Ends a session after the same checks as [`SessionStore::touch`].
@@ -100,13 +106,13 @@ mod tests {
     #[test]
     fn lifecycle() {
         let s = SessionStore::new();
-        let a = s.open(Some("laptop".into()));
-        let b = s.open(None);
+        let a = s.open(Some("laptop".into()), Protocol::V2025_11_25);
+        let b = s.open(None, Protocol::V2025_06_18);
         assert_ne!(a, b);
         assert_eq!(uuid::Uuid::parse_str(&a).unwrap().get_version_num(), 4);
-        assert_eq!(s.touch(&a, Some("laptop")), Ok(()));
+        assert_eq!(s.touch(&a, Some("laptop")), Ok(Protocol::V2025_11_25));
         assert_eq!(s.touch(&a, Some("ci")), Err(Refused::OtherToken));
-        assert_eq!(s.touch(&b, Some("ci")), Ok(()));
+        assert_eq!(s.touch(&b, Some("ci")), Ok(Protocol::V2025_06_18));
         assert_eq!(s.touch("nope", Some("laptop")), Err(Refused::Unknown));
         assert_eq!(s.end(&a, Some("ci")), Err(Refused::OtherToken));
         assert_eq!(s.end(&a, Some("laptop")), Ok(()));

@@ -1,8 +1,11 @@
-//! Tool handlers: thin adapters that read validated arguments, call one command and return
-//! its DTO as JSON. Defaults are the schemas' `default`s.
+//! Tool handlers: thin adapters that take their tool's typed arguments, call one command and
+//! return its DTO as JSON. Each tool's arguments are a struct here; the arguments arrive checked
+//! against the tool's schema, with the schema's `default`s filled in ([`crate::schema::validate`]),
+//! so no default is written twice.
 
 use pkm_core::{KbError, KbResult, PathError, VaultPath};
-use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use stratum_app::App;
 use stratum_app::commands::search::CompleteKind;
@@ -15,20 +18,15 @@ fn json(v: impl Serialize) -> KbResult<Value> {
     serde_json::to_value(v).map_err(|_| KbError::internal("serializing a response"))
 }
 
-fn str_arg<'a>(args: &'a Args, key: &str) -> Option<&'a str> {
-    args.get(key).and_then(Value::as_str)
+/// The arguments as the tool's struct. The schema was checked first, so a mismatch here is a
+/// schema and struct that disagree: InvalidArgs all the same, naming what serde saw.
+fn typed<T: DeserializeOwned>(args: Args) -> KbResult<T> {
+    serde_json::from_value(Value::Object(args))
+        .map_err(|e| KbError::invalid(format!("invalid arguments: {e}")))
 }
 
-fn usize_arg(args: &Args, key: &str, default: usize) -> usize {
-    args.get(key)
-        .and_then(Value::as_u64)
-        .and_then(|n| usize::try_from(n).ok())
-        .unwrap_or(default)
-}
-
-/// The vault path in argument `key`, checked: InvalidArgs naming the rule it breaks.
-pub(crate) fn note_path(app: &App, args: &Args, key: &str) -> KbResult<VaultPath> {
-    let raw = str_arg(args, key).unwrap_or_default();
+/// `raw`, the vault path in argument `key`, checked: InvalidArgs naming the rule it breaks.
+pub(crate) fn note_path(app: &App, raw: &str, key: &str) -> KbResult<VaultPath> {
     VaultPath::parse(app.vault(), raw).map_err(|e| path_error(key, raw, &e))
 }
 
@@ -43,127 +41,195 @@ pub(crate) fn path_error(key: &str, raw: &str, e: &PathError) -> KbError {
     err
 }
 
-pub(super) fn get_page(app: &App, a: &Args) -> KbResult<Value> {
-    json(page::open_page(app, &note_path(app, a, "path")?)?)
+#[derive(Deserialize)]
+struct PathArg {
+    path: String,
 }
 
-pub(super) fn list_pages(app: &App, a: &Args) -> KbResult<Value> {
-    json(page::list_pages(
-        app,
-        usize_arg(a, "limit", 100),
-        str_arg(a, "cursor"),
-    )?)
+pub(super) fn get_page(app: &App, a: Args) -> KbResult<Value> {
+    let a: PathArg = typed(a)?;
+    json(page::open_page(app, &note_path(app, &a.path, "path")?)?)
 }
 
-pub(super) fn write_page(app: &App, a: &Args) -> KbResult<Value> {
-    let path = note_path(app, a, "path")?;
+#[derive(Deserialize)]
+struct ListPages {
+    limit: usize,
+    cursor: Option<String>,
+}
+
+pub(super) fn list_pages(app: &App, a: Args) -> KbResult<Value> {
+    let a: ListPages = typed(a)?;
+    json(page::list_pages(app, a.limit, a.cursor.as_deref())?)
+}
+
+#[derive(Deserialize)]
+struct WritePage {
+    path: String,
+    content: String,
+    expected_modified: Option<String>,
+}
+
+pub(super) fn write_page(app: &App, a: Args) -> KbResult<Value> {
+    let a: WritePage = typed(a)?;
+    let path = note_path(app, &a.path, "path")?;
     json(page::save_page(
         app,
         &path,
-        str_arg(a, "content").unwrap_or_default(),
-        str_arg(a, "expected_modified"),
+        &a.content,
+        a.expected_modified.as_deref(),
     )?)
 }
 
-pub(super) fn delete_page(app: &App, a: &Args) -> KbResult<Value> {
+#[derive(Deserialize)]
+struct DeletePage {
+    path: String,
+    expected_modified: Option<String>,
+}
+
+pub(super) fn delete_page(app: &App, a: Args) -> KbResult<Value> {
+    let a: DeletePage = typed(a)?;
     json(page::delete_page(
         app,
-        &note_path(app, a, "path")?,
-        str_arg(a, "expected_modified"),
+        &note_path(app, &a.path, "path")?,
+        a.expected_modified.as_deref(),
     )?)
 }
 
-pub(super) fn reindex(app: &App, a: &Args) -> KbResult<Value> {
-    let mode = match str_arg(a, "mode") {
-        Some("rebuild") => ScanMode::Rebuild,
-        _ => ScanMode::Incremental,
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Mode {
+    Incremental,
+    Rebuild,
+}
+
+#[derive(Deserialize)]
+struct Reindex {
+    mode: Mode,
+}
+
+pub(super) fn reindex(app: &App, a: Args) -> KbResult<Value> {
+    let a: Reindex = typed(a)?;
+    let mode = match a.mode {
+        Mode::Incremental => ScanMode::Incremental,
+        Mode::Rebuild => ScanMode::Rebuild,
     };
     json(search::rebuild_search_index(app, mode)?)
 }
 
-pub(super) fn index_status(app: &App, _: &Args) -> KbResult<Value> {
+pub(super) fn index_status(app: &App, _: Args) -> KbResult<Value> {
     json(search::index_status(app)?)
 }
 
-pub(super) fn search(app: &App, a: &Args) -> KbResult<Value> {
-    json(search::search_blocks(
-        app,
-        str_arg(a, "query").unwrap_or_default(),
-        usize_arg(a, "limit", 20),
-        usize_arg(a, "offset", 0),
-    )?)
+#[derive(Deserialize)]
+struct Search {
+    query: String,
+    limit: usize,
+    offset: usize,
 }
 
-pub(super) fn search_by_tag(app: &App, a: &Args) -> KbResult<Value> {
-    json(search::search_by_tag(
-        app,
-        str_arg(a, "tag").unwrap_or_default(),
-        usize_arg(a, "limit", 50),
-        usize_arg(a, "offset", 0),
-    )?)
+pub(super) fn search(app: &App, a: Args) -> KbResult<Value> {
+    let a: Search = typed(a)?;
+    json(search::search_blocks(app, &a.query, a.limit, a.offset)?)
 }
 
-pub(super) fn autocomplete(app: &App, a: &Args) -> KbResult<Value> {
-    let kind = match str_arg(a, "kind") {
-        Some("tag") => CompleteKind::Tag,
-        Some("backlink") => CompleteKind::Backlink,
-        _ => CompleteKind::Page,
+#[derive(Deserialize)]
+struct SearchByTag {
+    tag: String,
+    limit: usize,
+    offset: usize,
+}
+
+pub(super) fn search_by_tag(app: &App, a: Args) -> KbResult<Value> {
+    let a: SearchByTag = typed(a)?;
+    json(search::search_by_tag(app, &a.tag, a.limit, a.offset)?)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Kind {
+    Page,
+    Tag,
+    Backlink,
+}
+
+#[derive(Deserialize)]
+struct Autocomplete {
+    query: String,
+    kind: Kind,
+    limit: usize,
+}
+
+pub(super) fn autocomplete(app: &App, a: Args) -> KbResult<Value> {
+    let a: Autocomplete = typed(a)?;
+    let kind = match a.kind {
+        Kind::Page => CompleteKind::Page,
+        Kind::Tag => CompleteKind::Tag,
+        Kind::Backlink => CompleteKind::Backlink,
     };
-    json(search::autocomplete(
-        app,
-        str_arg(a, "query").unwrap_or_default(),
-        kind,
-        usize_arg(a, "limit", 10),
-    )?)
+    json(search::autocomplete(app, &a.query, kind, a.limit)?)
 }
 
-pub(super) fn backlinks(app: &App, a: &Args) -> KbResult<Value> {
-    let include_unlinked = a
-        .get("include_unlinked")
-        .and_then(Value::as_bool)
-        .unwrap_or(true);
+#[derive(Deserialize)]
+struct Backlinks {
+    path: String,
+    include_unlinked: bool,
+}
+
+pub(super) fn backlinks(app: &App, a: Args) -> KbResult<Value> {
+    let a: Backlinks = typed(a)?;
     json(search::get_page_backlinks(
         app,
-        &note_path(app, a, "path")?,
-        include_unlinked,
+        &note_path(app, &a.path, "path")?,
+        a.include_unlinked,
     )?)
 }
 
-pub(super) fn graph(app: &App, a: &Args) -> KbResult<Value> {
-    let path = match str_arg(a, "path") {
-        Some(_) => Some(note_path(app, a, "path")?),
-        None => None,
-    };
-    json(graph::get_graph_data(
-        app,
-        path.as_ref(),
-        usize_arg(a, "depth", 2),
-    )?)
+#[derive(Deserialize)]
+struct Graph {
+    path: Option<String>,
+    depth: usize,
 }
 
-pub(super) fn resolve_link(app: &App, a: &Args) -> KbResult<Value> {
-    json(graph::resolve_link_target(
-        app,
-        str_arg(a, "target").unwrap_or_default(),
-    )?)
+pub(super) fn graph(app: &App, a: Args) -> KbResult<Value> {
+    let a: Graph = typed(a)?;
+    let path = a.path.map(|p| note_path(app, &p, "path")).transpose()?;
+    json(graph::get_graph_data(app, path.as_ref(), a.depth)?)
 }
 
-pub(super) fn add_tag(app: &App, a: &Args) -> KbResult<Value> {
+#[derive(Deserialize)]
+struct ResolveLink {
+    target: String,
+}
+
+pub(super) fn resolve_link(app: &App, a: Args) -> KbResult<Value> {
+    let a: ResolveLink = typed(a)?;
+    json(graph::resolve_link_target(app, &a.target)?)
+}
+
+#[derive(Deserialize)]
+struct TagEdit {
+    path: String,
+    tag: String,
+}
+
+pub(super) fn add_tag(app: &App, a: Args) -> KbResult<Value> {
+    let a: TagEdit = typed(a)?;
     json(page::add_tag(
         app,
-        &note_path(app, a, "path")?,
-        str_arg(a, "tag").unwrap_or_default(),
+        &note_path(app, &a.path, "path")?,
+        &a.tag,
     )?)
 }
 
-pub(super) fn remove_tag(app: &App, a: &Args) -> KbResult<Value> {
+pub(super) fn remove_tag(app: &App, a: Args) -> KbResult<Value> {
+    let a: TagEdit = typed(a)?;
     json(page::remove_tag(
         app,
-        &note_path(app, a, "path")?,
-        str_arg(a, "tag").unwrap_or_default(),
+        &note_path(app, &a.path, "path")?,
+        &a.tag,
     )?)
 }
 
-pub(super) fn vault_info(app: &App, _: &Args) -> KbResult<Value> {
+pub(super) fn vault_info(app: &App, _: Args) -> KbResult<Value> {
     json(vault::get_vault_info(app)?)
 }

@@ -11,12 +11,15 @@ use stratum_app::App;
 
 use crate::scope::Scope;
 
-/// Validated `tools/call` arguments.
+/// `tools/call` arguments, checked against the tool's schema, its defaults filled in
+/// ([`crate::schema::checked`]); each handler reads them as its own struct.
 pub type Args = Map<String, Value>;
 
 /// One MCP tool.
 pub struct Tool {
     pub name: &'static str,
+    /// A short name for people (the `title` of `tools/list` from 2025-11-25 on).
+    pub title: &'static str,
     pub description: &'static str,
     /// The scope a token needs (contract §6); also the rate-limit tier.
     pub scope: Scope,
@@ -27,7 +30,7 @@ pub struct Tool {
     pub read_only: bool,
     pub destructive: bool,
     pub idempotent: bool,
-    pub handler: fn(&App, &Args) -> KbResult<Value>,
+    pub handler: fn(&App, Args) -> KbResult<Value>,
 }
 
 macro_rules! schema {
@@ -41,14 +44,16 @@ macro_rules! schema {
 
 const fn tool(
     name: &'static str,
+    title: &'static str,
     description: &'static str,
     scope: Scope,
     schemas: (&'static str, &'static str),
     (read_only, destructive, idempotent): (bool, bool, bool),
-    handler: fn(&App, &Args) -> KbResult<Value>,
+    handler: fn(&App, Args) -> KbResult<Value>,
 ) -> Tool {
     Tool {
         name,
+        title,
         description,
         scope,
         input_schema: schemas.0,
@@ -66,6 +71,7 @@ const READ: (bool, bool, bool) = (true, false, true);
 pub static TOOLS: &[Tool] = &[
     tool(
         "kb_get_page",
+        "Read a note",
         "Read one note by its vault-relative path: full markdown (frontmatter included), parsed frontmatter, title, links, tags and modified_at (pass it back as expected_modified when writing).",
         Scope::Read,
         schema!("kb_get_page"),
@@ -74,6 +80,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_list_pages",
+        "List notes",
         "List notes in path order, with pagination: pass next_cursor back as cursor to continue.",
         Scope::Read,
         schema!("kb_list_pages"),
@@ -82,6 +89,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_write_page",
+        "Write a note",
         "Create or overwrite a note atomically with exactly the given markdown. Link notes by writing [[wiki-links]]. Pass expected_modified (from kb_get_page) to fail with Conflict instead of overwriting a newer edit.",
         Scope::Write,
         schema!("kb_write_page"),
@@ -90,6 +98,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_delete_page",
+        "Delete a note",
         "Delete a note, its index entries and the folders it leaves empty. Optional expected_modified guard.",
         Scope::Write,
         schema!("kb_delete_page"),
@@ -98,6 +107,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_reindex",
+        "Reindex the vault",
         "Refresh the index from the files: 'incremental' re-reads changed notes, 'rebuild' re-indexes the whole vault exclusively.",
         Scope::Index,
         schema!("kb_reindex"),
@@ -106,6 +116,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_index_status",
+        "Index status",
         "Index freshness and coverage: indexed pages and blocks, last indexing time.",
         Scope::Read,
         schema!("kb_index_status"),
@@ -114,6 +125,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_search",
+        "Search notes",
         "Full-text search (BM25) over notes: every word must be in the note's text or names (title, aliases, file name), which rank first; stemmed, with a typo or one word fewer when nothing matches. One result per note, at its best block, with a highlighted snippet; the total count of notes and next_offset for paging.",
         Scope::Search,
         schema!("kb_search"),
@@ -122,6 +134,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_search_by_tag",
+        "Find by tag",
         "Notes and blocks tagged with a tag: a note tagged in its frontmatter once (its first block), and each block holding the inline #tag. Returns the total count and next_offset for paging.",
         Scope::Search,
         schema!("kb_search_by_tag"),
@@ -130,6 +143,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_autocomplete",
+        "Autocomplete titles, tags and links",
         "Suggest page titles, tags, or [[link]] targets matching a prefix or fuzzy query, best first.",
         Scope::Search,
         schema!("kb_autocomplete"),
@@ -138,6 +152,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_backlinks",
+        "Backlinks of a note",
         "Blocks linking to a note, and (unless include_unlinked is false) blocks mentioning its title or aliases without linking.",
         Scope::Read,
         schema!("kb_backlinks"),
@@ -146,6 +161,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_graph",
+        "Link graph",
         "The link graph: the whole vault, or the notes within 'depth' links of 'path'.",
         Scope::Read,
         schema!("kb_graph"),
@@ -154,6 +170,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_resolve_link",
+        "Resolve a link",
         "Resolve a link to a note: a bare target or a link as written in a note ([[T#H|alias]], ![[T]], [text](T.md)); by path, title, alias or file name/partial path, case-insensitive.",
         Scope::Read,
         schema!("kb_resolve_link"),
@@ -162,6 +179,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_add_tag",
+        "Add a tag",
         "Add a tag to a note's own tags: its frontmatter list, or its Logseq tags:: line (idempotent; every other byte is kept).",
         Scope::Organize,
         schema!("kb_add_tag"),
@@ -170,6 +188,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_remove_tag",
+        "Remove a tag",
         "Remove a tag from a note's frontmatter or tags:: line and every inline #tag (idempotent).",
         Scope::Organize,
         schema!("kb_remove_tag"),
@@ -178,6 +197,7 @@ pub static TOOLS: &[Tool] = &[
     ),
     tool(
         "kb_vault_info",
+        "Vault info",
         "Vault metadata and health: page and block counts, index freshness.",
         Scope::Read,
         schema!("kb_vault_info"),

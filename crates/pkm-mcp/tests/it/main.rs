@@ -13,4 +13,5 @@ mod http_oauth;
 mod http_rate_limit;
 mod http_scope;
 mod http_transport;
+mod protocol;
 mod shared_vault;

@@ -34,7 +34,15 @@ impl Server {
     }
 
     /// Starts `cmd` (a `stratum-mcp --stdio ...` command line) with piped stdio and initializes.
-    pub fn start_command(mut cmd: Command) -> Server {
+    pub fn start_command(cmd: Command) -> Server {
+        let (s, init) = Self::start_asking(cmd, "2025-06-18");
+        assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+        s
+    }
+
+    /// Starts `cmd` and initializes asking for protocol revision `version`; returns the server
+    /// and the whole `initialize` response.
+    pub fn start_asking(mut cmd: Command, version: &str) -> (Server, Value) {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -49,10 +57,19 @@ impl Server {
             next_id: 0,
             notifications: Vec::new(),
         };
-        let init = s.request("initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "tests", "version": "1"}}));
-        assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+        let init = s.request("initialize", json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "tests", "version": "1"}}));
         s.notify("notifications/initialized", json!({}));
-        s
+        (s, init)
+    }
+
+    /// The `stratum-mcp --stdio` command line on `vault`, its log to this test's stderr.
+    pub fn command(vault: &Path) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_stratum-mcp"));
+        cmd.args(["--stdio", "--vault"])
+            .arg(vault)
+            .env("RUST_LOG", "warn")
+            .stderr(Stdio::inherit());
+        cmd
     }
 
     pub fn send(&mut self, msg: &Value) {
