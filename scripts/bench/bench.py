@@ -618,14 +618,17 @@ def main():
     # The median of three cold indexes (the first right after the vault was written, while the
     # kernel may still be writing it back): one sample swung by 40 % between runs on two cores.
     # With --cold-baseline the two binaries take turns on this one vault, so that a slow spell of
-    # the machine falls on both: the comparison the issue #14 bound is checked on.
+    # the machine falls on both: the comparison the issue #14 bound is checked on. Below 50k notes
+    # a run takes seconds and one run's noise (page zeroing, write-back) is a large part of it, so
+    # the turns go on for eleven rounds there.
+    rounds = 11 if a.cold_baseline and len(paths) < 50_000 else 3
     runs, baseline_runs = [], []
     if a.cold_baseline:
         # One unmeasured run first, so that neither binary meets the vault's write-back.
         shutil.rmtree(os.path.join(a.vault, ".pkm"), ignore_errors=True)
         run_index(a.bin, a.vault)
-    for i in range(3):
-        # Baseline first in rounds 1 and 3, so the index left on disk is this binary's.
+    for i in range(rounds):
+        # Baseline first in the odd rounds (1st, 3rd, …), so the index left on disk is this binary's.
         turns = ([(a.cold_baseline, baseline_runs)] if a.cold_baseline else []) + [(a.bin, runs)]
         for binary, into in (turns if i % 2 == 0 else turns[::-1]):
             shutil.rmtree(os.path.join(a.vault, ".pkm"), ignore_errors=True)
