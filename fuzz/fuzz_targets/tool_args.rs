@@ -16,7 +16,7 @@ use pkm_mcp::server::Caller;
 use pkm_mcp::tools::TOOLS;
 use serde_json::{Value, json};
 use stratum_app::scan::{self, ScanMode};
-use stratum_app::{App, AppConfig};
+use stratum_app::App;
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -35,7 +35,7 @@ fn fixture() -> &'static Fixture {
         let root = dir.path().join("vault");
         copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/vault"), &root);
         let app: Arc<App> =
-            App::open(Vault::open(&root).expect("vault"), AppConfig::default()).expect("app");
+            App::open(Vault::open(&root).expect("vault"), pkm_mcp::server::app_config()).expect("app");
         scan::scan(&app, ScanMode::Incremental).expect("scan");
         app.mark_ready();
         let runtime = tokio::runtime::Builder::new_current_thread()

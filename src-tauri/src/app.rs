@@ -22,6 +22,10 @@ pub struct AppConfig {
     pub write_budget: Duration,
     /// How long an index-backed read waits for the first scan before answering VaultLocked.
     pub warm_wait: Duration,
+    /// Bytes of JSON one list result may take (`list_pages`, searches, backlinks; half of it for
+    /// the graph's nodes): a longer list is cut, with its continuation where it has one. No limit
+    /// by default; a front end sets its own (the MCP server: its response cap).
+    pub list_budget: usize,
 }
 
 impl Default for AppConfig {
@@ -29,6 +33,7 @@ impl Default for AppConfig {
         AppConfig {
             write_budget: Duration::from_secs(10),
             warm_wait: Duration::from_secs(3),
+            list_budget: usize::MAX,
         }
     }
 }

@@ -4,9 +4,6 @@
 use serde::Serialize;
 use serde_json::Value;
 
-/// `MCP_RESPONSE_MAX` of contract §11: the serialized size of one response object.
-pub const RESPONSE_MAX_BYTES: usize = 1024 * 1024;
-
 /// Contract §4.1: the full content model of a note.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct NoteDocument {
@@ -182,9 +179,6 @@ pub fn fit_to_budget<T: Serialize>(items: &[T], budget: usize) -> usize {
     }
     items.len()
 }
-
-/// The budget left for a result list once the envelope around it is counted generously.
-pub const LIST_BUDGET_BYTES: usize = RESPONSE_MAX_BYTES - 4 * 1024;
 
 #[cfg(test)]
 mod tests {

@@ -310,7 +310,7 @@ fn run_index(vault: &Path, rebuild: bool) -> Result<(), Exit> {
     let host = Host::open(
         vault,
         HostOptions {
-            config: AppConfig::default(),
+            config: crate::server::app_config(),
             watch: None,
             hooks: Vec::new(),
         },
@@ -375,7 +375,7 @@ pub(crate) fn open_host_for_serve(args: &ServeArgs) -> Result<Arc<Host>, Exit> {
     let options = HostOptions {
         config: AppConfig {
             write_budget: std::time::Duration::from_secs(args.write_budget),
-            ..AppConfig::default()
+            ..crate::server::app_config()
         },
         watch: Some(match args.watch {
             Watch::Auto => WatchMode::Auto { poll },

@@ -171,7 +171,7 @@ impl Host {
         Arc::new(Host {
             vault: app.vault().clone(),
             options: HostOptions {
-                config: AppConfig::default(),
+                config: crate::server::app_config(),
                 watch: None,
                 hooks: Vec::new(),
             },

@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use pkm_core::VaultPath;
 use serde_json::{Map, Value, json};
-use stratum_app::App;
-use stratum_app::dto::RESPONSE_MAX_BYTES;
+use stratum_app::{App, AppConfig};
 
 use crate::errors::{Kind, McpError};
 use crate::lead::{Host, Request};
@@ -16,6 +15,18 @@ use crate::protocol::{self, Protocol};
 use crate::schema;
 use crate::scope::Scope;
 use crate::tools::{self, TOOLS, Tool};
+
+/// `MCP_RESPONSE_MAX` of contract §11: the serialized size of one response object.
+pub const RESPONSE_MAX_BYTES: usize = 1024 * 1024;
+
+/// The app's tunables as this server runs it: list results cut to fit one response, with room
+/// for the envelope around them.
+pub fn app_config() -> AppConfig {
+    AppConfig {
+        list_budget: RESPONSE_MAX_BYTES - 4 * 1024,
+        ..AppConfig::default()
+    }
+}
 
 /// `serverInfo.version`: the workspace version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -77,14 +77,14 @@ pub fn get_graph_data(app: &App, path: Option<&VaultPath>, depth: usize) -> KbRe
 
     // Keep the response under the cap: the best-connected nodes first, and only edges between
     // the nodes kept.
-    let node_fit = dto::fit_to_budget(&nodes, dto::LIST_BUDGET_BYTES / 2);
+    let node_fit = dto::fit_to_budget(&nodes, app.config.list_budget / 2);
     let truncated_nodes = node_fit < nodes.len();
     nodes.truncate(node_fit);
     if truncated_nodes {
         let ids: HashSet<&str> = nodes.iter().map(|n| n.id.as_str()).collect();
         edges.retain(|e| ids.contains(e.source.as_str()) && ids.contains(e.target.as_str()));
     }
-    let edge_fit = dto::fit_to_budget(&edges, dto::LIST_BUDGET_BYTES / 2);
+    let edge_fit = dto::fit_to_budget(&edges, app.config.list_budget / 2);
     let truncated = truncated_nodes || edge_fit < edges.len();
     edges.truncate(edge_fit);
     Ok(GraphData {

@@ -157,7 +157,7 @@ pub fn list_pages(app: &App, limit: usize, cursor: Option<&str>) -> KbResult<Pag
             modified_at: r.modified_at,
         })
         .collect();
-    let fit = dto::fit_to_budget(&pages, dto::LIST_BUDGET_BYTES);
+    let fit = dto::fit_to_budget(&pages, app.config.list_budget);
     let cut = fit < pages.len();
     pages.truncate(fit);
     let next_cursor = if more || cut {

@@ -13,7 +13,7 @@ use crate::dto::{
 
 use crate::scan::{self, ScanMode};
 
-fn to_results(hits: Vec<pkm_index::Hit>, total: usize, offset: usize) -> SearchResults {
+fn to_results(app: &App, hits: Vec<pkm_index::Hit>, total: usize, offset: usize) -> SearchResults {
     let mut results: Vec<SearchHit> = hits
         .into_iter()
         .map(|h| SearchHit {
@@ -24,7 +24,7 @@ fn to_results(hits: Vec<pkm_index::Hit>, total: usize, offset: usize) -> SearchR
             score: h.score,
         })
         .collect();
-    let fit = dto::fit_to_budget(&results, dto::LIST_BUDGET_BYTES);
+    let fit = dto::fit_to_budget(&results, app.config.list_budget);
     results.truncate(fit);
     let end = offset + results.len();
     let next_offset = (end < total.min(MAX_SCORE_MATCHES)).then_some(end);
@@ -48,7 +48,7 @@ pub fn search_blocks(
         .index
         .search(query, limit, offset)
         .map_err(KbError::from)?;
-    Ok(to_results(page.hits, page.total, offset))
+    Ok(to_results(app, page.hits, page.total, offset))
 }
 
 fn check_offset(offset: usize) -> KbResult<()> {
@@ -72,7 +72,7 @@ pub fn search_by_tag(app: &App, tag: &str, limit: usize, offset: usize) -> KbRes
         .index
         .search_by_tag(&tag, limit, offset)
         .map_err(KbError::from)?;
-    Ok(to_results(page.hits, page.total, offset))
+    Ok(to_results(app, page.hits, page.total, offset))
 }
 
 /// What `kb_autocomplete` completes.
@@ -215,7 +215,7 @@ pub fn get_page_backlinks(
             }
         }
     }
-    let fit = dto::fit_to_budget(&backlinks, dto::LIST_BUDGET_BYTES);
+    let fit = dto::fit_to_budget(&backlinks, app.config.list_budget);
     backlinks.truncate(fit);
     Ok(BacklinkList { backlinks })
 }

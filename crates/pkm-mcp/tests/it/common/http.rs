@@ -15,8 +15,8 @@ use pkm_mcp::scope::Scope;
 use pkm_mcp::tokens::{TokenStore, TokenVerifier};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
+use stratum_app::App;
 use stratum_app::scan::{self, ScanMode};
-use stratum_app::{App, AppConfig};
 
 /// The example vault shipped with the repository.
 pub fn example_vault() -> PathBuf {
@@ -116,7 +116,7 @@ impl TestServer {
         copy_dir(vault_dir, &vault);
         let v = vault.clone();
         let app = tokio::task::spawn_blocking(move || {
-            let app = App::open(Vault::open(&v).unwrap(), AppConfig::default()).unwrap();
+            let app = App::open(Vault::open(&v).unwrap(), pkm_mcp::server::app_config()).unwrap();
             scan::scan(&app, ScanMode::Incremental).unwrap();
             app.mark_ready();
             app
