@@ -56,9 +56,13 @@ pub struct ServeArgs {
     /// Serve MCP over Streamable HTTP at <base>/mcp, with /health beside it.
     #[arg(long, env = "STRATUM_MCP_HTTP")]
     pub http: bool,
-    /// The vault: a folder of markdown notes (.pkm/ is created inside it on first start).
-    #[arg(long, env = "STRATUM_MCP_VAULT", value_name = "PATH")]
-    pub vault: Option<PathBuf>,
+    /// The vault: a folder of markdown notes (.pkm/ is created inside it on first start). With
+    /// --http, NAME=PATH (repeatable) serves each vault at <base>/NAME/mcp.
+    #[arg(long, env = "STRATUM_MCP_VAULT", value_name = "[NAME=]PATH")]
+    pub vault: Vec<String>,
+    /// With --http, serve each sub-folder of DIR as a vault named after it, at <base>/NAME/mcp.
+    #[arg(long, env = "STRATUM_MCP_VAULTS", value_name = "DIR")]
+    pub vaults: Option<PathBuf>,
     /// Address to listen on with --http; port 0 picks a free port.
     #[arg(
         long,
@@ -207,6 +211,10 @@ pub enum TokenCommand {
         /// Comma-separated scopes (default: all but kb:admin).
         #[arg(long, value_name = "kb:read,kb:search,...")]
         scopes: Option<String>,
+        /// Comma-separated names of the vaults the token may use on a server of several vaults
+        /// (default: all of them).
+        #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+        vault_access: Option<Vec<String>>,
     },
     /// List tokens: name, scopes, creation time (never the token).
     List {
@@ -278,13 +286,19 @@ fn run_token(cmd: TokenCommand) -> Result<(), Exit> {
             store,
             name,
             scopes,
+            vault_access,
         } => {
             let scopes = match scopes {
                 Some(s) => scope::parse_list(&s).map_err(usage)?,
                 None => Scope::PERSONAL.to_vec(),
             };
+            if let Some(bad) = vault_access.iter().flatten().find(|v| !is_vault_name(v)) {
+                return Err(usage(format!(
+                    "--vault-access: {bad:?} is not a vault name ({VAULT_NAME_RULE})"
+                )));
+            }
             let token = store_of(&store)?
-                .create(&name, &scopes)
+                .create_with_access(&name, &scopes, vault_access.as_deref())
                 .map_err(|e| usage(e.to_string()))?;
             println!("{token}");
         }
@@ -363,13 +377,94 @@ fn run_index(vault: &Path, rebuild: bool) -> Result<(), Exit> {
     Ok(())
 }
 
-/// Joins the vault of a serving command: leads it (first scan, watcher, local socket) or follows
-/// the process that does.
-pub(crate) fn open_host_for_serve(args: &ServeArgs) -> Result<Arc<Host>, Exit> {
-    let vault_path = args
+/// A vault to serve: its name under `<base>/`, none for the one vault of `--vault PATH`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VaultSpec {
+    pub name: Option<String>,
+    pub path: PathBuf,
+}
+
+const VAULT_NAME_RULE: &str =
+    "1-64 letters, digits, '-', '_' and '.', not starting with '.', not mcp or health";
+
+/// Whether `name` can be a vault's path segment: it must not be one of the server's own.
+pub fn is_vault_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && !matches!(name, "mcp" | "health")
+}
+
+/// The vaults a serving command names: `--vault [NAME=]PATH` (repeatable) and the sub-folders of
+/// `--vaults DIR`. One unnamed vault, or any number of named ones.
+pub fn vault_specs(args: &ServeArgs) -> Result<Vec<VaultSpec>, Exit> {
+    let mut specs: Vec<VaultSpec> = args
         .vault
-        .as_deref()
-        .ok_or_else(|| usage("--vault PATH is required (or set STRATUM_MCP_VAULT)"))?;
+        .iter()
+        .map(|v| match v.split_once('=') {
+            Some((name, path)) if is_vault_name(name) && !path.is_empty() => VaultSpec {
+                name: Some(name.to_owned()),
+                path: PathBuf::from(path),
+            },
+            _ => VaultSpec {
+                name: None,
+                path: PathBuf::from(v),
+            },
+        })
+        .collect();
+    if let Some(dir) = &args.vaults {
+        let shown = dir.display();
+        let entries = std::fs::read_dir(dir)
+            .map_err(|e| usage(format!("--vaults {shown}: cannot read the folder: {e}")))?;
+        let mut found = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || !entry.path().is_dir() {
+                continue;
+            }
+            if !is_vault_name(&name) {
+                return Err(usage(format!(
+                    "--vaults {shown}: the folder {name:?} cannot be a vault name ({VAULT_NAME_RULE})"
+                )));
+            }
+            found.push(VaultSpec {
+                path: entry.path(),
+                name: Some(name),
+            });
+        }
+        if found.is_empty() {
+            return Err(usage(format!(
+                "--vaults {shown} has no sub-folder to serve"
+            )));
+        }
+        found.sort_by(|a, b| a.name.cmp(&b.name));
+        specs.extend(found);
+    }
+    match specs.as_slice() {
+        [] => Err(usage(
+            "--vault PATH is required (or set STRATUM_MCP_VAULT; --vaults DIR with --http)",
+        )),
+        [_] => Ok(specs),
+        _ if specs.iter().any(|s| s.name.is_none()) => {
+            Err(usage("several vaults need a name each: --vault NAME=PATH"))
+        }
+        _ => {
+            let mut names: Vec<&str> = specs.iter().filter_map(|s| s.name.as_deref()).collect();
+            names.sort_unstable();
+            match names.windows(2).find(|w| w[0] == w[1]) {
+                Some(w) => Err(usage(format!("two vaults are named {}", w[0]))),
+                None => Ok(specs),
+            }
+        }
+    }
+}
+
+/// Joins a vault of a serving command: leads it (first scan, watcher, local socket) or follows
+/// the process that does. Each vault has its own writer, watcher and `.pkm/`.
+pub(crate) fn open_host_for_serve(args: &ServeArgs, vault_path: &Path) -> Result<Arc<Host>, Exit> {
     let vault = open_vault(vault_path)?;
     let poll = std::time::Duration::from_secs_f64(args.poll_interval);
     let options = HostOptions {
@@ -399,9 +494,17 @@ fn run_serve(args: ServeArgs) -> Result<(), Exit> {
     if args.http {
         return crate::http::run(args);
     }
+    let vault = match (vault_specs(&args)?.as_slice(), &args.vaults) {
+        ([one], None) => one.path.clone(),
+        _ => {
+            return Err(usage(
+                "stdio serves one vault: give one --vault PATH (an MCP client starts one server per vault)",
+            ));
+        }
+    };
     // Subscribed before the warm-up scan starts, so its milestones reach the client too.
     let client_log = crate::notify::subscribe();
-    let host = open_host_for_serve(&args)?;
+    let host = open_host_for_serve(&args, &vault)?;
     new_runtime()?
         .block_on(crate::stdio::serve(
             StratumServer::with_host(host),

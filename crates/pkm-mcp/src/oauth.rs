@@ -679,6 +679,8 @@ impl OAuthVerifier {
                         scopes: granted_scopes(&claims),
                         name: claims.sub,
                         credential: Credential::OAuth,
+                        // The audience is the server; with several vaults OAuth is off.
+                        vaults: None,
                     });
                 }
                 Err(e) => {

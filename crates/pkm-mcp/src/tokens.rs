@@ -41,6 +41,10 @@ pub struct TokenRecord {
     pub sha256: String,
     pub scopes: Vec<String>,
     pub created_at: String,
+    /// The vaults the token may use when a server serves several (`--vault-access`); absent:
+    /// every vault.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vaults: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -111,8 +115,19 @@ impl TokenStore {
         })
     }
 
-    /// Creates a token and returns its plaintext, which is not stored anywhere.
+    /// Creates a token for every vault and returns its plaintext, which is not stored anywhere.
     pub fn create(&self, name: &str, scopes: &[Scope]) -> Result<String, TokenError> {
+        self.create_with_access(name, scopes, None)
+    }
+
+    /// Creates a token that may use only `vaults` (every vault when `None`) of a server that
+    /// serves several, and returns its plaintext.
+    pub fn create_with_access(
+        &self,
+        name: &str,
+        scopes: &[Scope],
+        vaults: Option<&[String]>,
+    ) -> Result<String, TokenError> {
         let valid_name = !name.is_empty()
             && name.len() <= 64
             && name
@@ -134,6 +149,7 @@ impl TokenStore {
             sha256: hash_hex(&token),
             scopes: scopes.iter().map(|s| s.as_str().to_owned()).collect(),
             created_at: pkm_core::time::now_rfc3339(),
+            vaults: vaults.map(<[String]>::to_vec),
         });
         self.save(&file)?;
         Ok(token)
@@ -170,6 +186,8 @@ pub struct Principal {
     pub name: String,
     pub scopes: Vec<Scope>,
     pub credential: Credential,
+    /// The vaults it may use when a server serves several; `None`: every vault.
+    pub vaults: Option<Vec<String>>,
 }
 
 impl Principal {
@@ -180,6 +198,13 @@ impl Principal {
             Credential::Pat => format!("token:{}", self.name),
             Credential::OAuth => format!("sub:{}", self.name),
         }
+    }
+
+    /// Whether it may use the vault served under `name`.
+    pub fn may_use(&self, name: &str) -> bool {
+        self.vaults
+            .as_ref()
+            .is_none_or(|vaults| vaults.iter().any(|v| v == name))
     }
 }
 
@@ -232,6 +257,7 @@ impl TokenVerifier {
                     scopes: rec.scopes.iter().filter_map(|s| s.parse().ok()).collect(),
                     name: rec.name,
                     credential: Credential::Pat,
+                    vaults: rec.vaults,
                 });
             }
         }

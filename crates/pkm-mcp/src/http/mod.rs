@@ -39,7 +39,7 @@ use crate::cli::{Exit, ServeArgs};
 use crate::errors::{Kind, McpError};
 use crate::oauth::{OAuthVerifier, PRM_PATH};
 use crate::server::{StratumServer, VERSION};
-use crate::tokens::TokenVerifier;
+use crate::tokens::{TokenStore, TokenVerifier};
 
 pub use self::metrics::Metrics;
 pub use self::rate::{Limit, MemoryRateStore, RateLimits, RateStore};
@@ -79,13 +79,29 @@ pub struct HttpConfig {
     pub oauth: Option<Arc<OAuthVerifier>>,
 }
 
-struct Shared {
+/// One vault as the door serves it: at `<base>/mcp` when it is the only one and has no name, at
+/// `<base>/<name>/mcp` otherwise. A session belongs to the vault it was opened on.
+struct Door {
+    name: Option<String>,
     server: StratumServer,
+    sessions: session::SessionStore,
+}
+
+impl Door {
+    fn prefix(&self, base: &str) -> String {
+        match &self.name {
+            Some(name) => format!("{base}/{name}"),
+            None => base.to_owned(),
+        }
+    }
+}
+
+struct Shared {
+    doors: Vec<Door>,
     auth: Auth,
     oauth: Option<Arc<OAuthVerifier>>,
     base: String,
     guard: guard::Guard,
-    sessions: session::SessionStore,
     limiter: rate::Limiter,
     metrics: Arc<Metrics>,
 }
@@ -97,14 +113,22 @@ pub struct HttpState {
 }
 
 impl HttpState {
-    /// State with the in-memory rate-limit store. Fails (one line) on a malformed `base`.
+    /// One vault at `<base>/mcp`, with the in-memory rate-limit store. Fails (one line) on a
+    /// malformed `base`.
     pub fn new(server: StratumServer, auth: Auth, config: HttpConfig) -> Result<HttpState, String> {
-        HttpState::with_rate_store(server, auth, config, Arc::new(MemoryRateStore::new()))
+        HttpState::serving(
+            vec![(None, server)],
+            auth,
+            config,
+            Arc::new(MemoryRateStore::new()),
+        )
     }
 
-    /// State whose rate-limit counters live in `store` (e.g. shared between instances).
-    pub fn with_rate_store(
-        server: StratumServer,
+    /// State serving `vaults` (each at `<base>/<name>/mcp`, or one without a name at
+    /// `<base>/mcp`), whose rate-limit counters live in `store` (e.g. shared between instances):
+    /// a token's buckets are one across its vaults.
+    pub fn serving(
+        vaults: Vec<(Option<String>, StratumServer)>,
         auth: Auth,
         config: HttpConfig,
         store: Arc<dyn RateStore>,
@@ -116,12 +140,18 @@ impl HttpState {
         };
         Ok(HttpState {
             shared: Arc::new(Shared {
-                server,
+                doors: vaults
+                    .into_iter()
+                    .map(|(name, server)| Door {
+                        name,
+                        server,
+                        sessions: session::SessionStore::new(),
+                    })
+                    .collect(),
                 auth,
                 oauth,
                 base,
                 guard: guard::Guard::new(&config.allowed_hosts, &config.allowed_origins),
-                sessions: session::SessionStore::new(),
                 limiter: rate::Limiter::new(config.rate_limits, store),
                 metrics: Arc::new(Metrics::default()),
             }),
@@ -168,16 +198,31 @@ impl Connected<IncomingStream<'_, tls::TlsListener>> for ClientAddr {
     }
 }
 
-/// The routes: `POST|DELETE <base>/mcp` (`GET` → 405) and `GET <base>/health`, and with OAuth the
-/// protected resource metadata, behind the Host and Origin checks and a tracing span per request.
+/// The routes: per vault `POST|DELETE <prefix>/mcp` (`GET` → 405) and `GET <prefix>/health`,
+/// with several vaults `GET <base>/health` for all of them, and with OAuth the protected resource
+/// metadata; behind the Host and Origin checks and a tracing span per request.
 pub fn router(state: HttpState) -> Router {
     let base = state.shared.base.clone();
-    let mut router = Router::new()
-        .route(
-            &format!("{base}/mcp"),
-            post(rpc::post).delete(rpc::delete).get(get_mcp),
-        )
-        .route(&format!("{base}/health"), get(health));
+    let mut router = Router::new();
+    for (vault, door) in state.shared.doors.iter().enumerate() {
+        let prefix = door.prefix(&base);
+        router = router
+            .route(
+                &format!("{prefix}/mcp"),
+                post(move |State(s): State<HttpState>, req: Request| rpc::post(s, vault, req))
+                    .delete(move |State(s): State<HttpState>, req: Request| {
+                        rpc::delete(s, vault, req)
+                    })
+                    .get(get_mcp),
+            )
+            .route(
+                &format!("{prefix}/health"),
+                get(move |State(s): State<HttpState>| health(s, vault)),
+            );
+    }
+    if state.shared.doors.iter().any(|d| d.name.is_some()) {
+        router = router.route(&format!("{base}/health"), get(health_all));
+    }
     if let Some(oauth) = &state.shared.oauth {
         // RFC 9728 §3.1: at the root, under the base, and with the resource's path appended (both
         // the audience's path, which clients derive the URL from, and <base>/mcp as served here).
@@ -235,7 +280,9 @@ async fn get_mcp() -> Response {
 
 async fn not_found() -> Response {
     let e = McpError::new(Kind::InvalidRequest, "no such endpoint")
-        .with_hint("MCP is served at <base>/mcp, health at <base>/health.");
+        .with_hint(
+            "MCP is served at <base>/mcp (<base>/<vault>/mcp with several vaults), health at <base>/health.",
+        );
     error_response(StatusCode::NOT_FOUND, &e)
 }
 
@@ -254,25 +301,55 @@ async fn protected_resource_metadata(State(state): State<HttpState>) -> Response
     }
 }
 
-/// `GET <base>/health` (contract §12): no auth, a cheap query of the store.
-async fn health(State(state): State<HttpState>) -> Response {
-    let query = state.shared.server.run(crate::lead::Request::Info);
-    let reason = match tokio::time::timeout(HEALTH_TIMEOUT, query).await {
-        Ok(Ok(info)) => {
-            return json_response(
-                StatusCode::OK,
-                &json!({"status": "ok", "store": "ok", "index_fresh": info["index_fresh"], "version": VERSION}),
-            );
-        }
+/// One vault's health: `index_fresh` from a cheap query of its store, or why it cannot answer.
+async fn vault_health(door: &Door) -> Result<Value, &'static str> {
+    let query = door.server.run(crate::lead::Request::Info);
+    match tokio::time::timeout(HEALTH_TIMEOUT, query).await {
+        Ok(Ok(info)) => Ok(info["index_fresh"].clone()),
         Ok(Err(e)) => {
-            tracing::error!(error = %e.message, "health: the store cannot answer");
-            "the store cannot answer"
+            tracing::error!(vault = door.name.as_deref(), error = %e.message, "health: the store cannot answer");
+            Err("the store cannot answer")
         }
-        Err(_) => "the store did not answer in time",
+        Err(_) => Err("the store did not answer in time"),
+    }
+}
+
+/// `GET <prefix>/health` (contract §12): no auth, a cheap query of the vault's store.
+async fn health(state: HttpState, vault: usize) -> Response {
+    match vault_health(&state.shared.doors[vault]).await {
+        Ok(fresh) => json_response(
+            StatusCode::OK,
+            &json!({"status": "ok", "store": "ok", "index_fresh": fresh, "version": VERSION}),
+        ),
+        Err(reason) => json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"status": "error", "store": "error", "reason": reason, "version": VERSION}),
+        ),
+    }
+}
+
+/// `GET <base>/health` with several vaults: each vault's health, and 503 when any cannot answer.
+async fn health_all(State(state): State<HttpState>) -> Response {
+    let mut vaults = serde_json::Map::new();
+    let mut all_ok = true;
+    for door in &state.shared.doors {
+        let entry = match vault_health(door).await {
+            Ok(fresh) => json!({"status": "ok", "store": "ok", "index_fresh": fresh}),
+            Err(reason) => {
+                all_ok = false;
+                json!({"status": "error", "store": "error", "reason": reason})
+            }
+        };
+        vaults.insert(door.name.clone().unwrap_or_default(), entry);
+    }
+    let (status, word) = if all_ok {
+        (StatusCode::OK, "ok")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "error")
     };
     json_response(
-        StatusCode::SERVICE_UNAVAILABLE,
-        &json!({"status": "error", "store": "error", "reason": reason, "version": VERSION}),
+        status,
+        &json!({"status": word, "version": VERSION, "vaults": vaults}),
     )
 }
 
@@ -422,15 +499,39 @@ pub fn run(args: ServeArgs) -> Result<(), Exit> {
         (Some(cert), Some(key)) => Some(tls::server_config(cert, key).map_err(|m| Exit(2, m))?),
         _ => None,
     };
-    let host = crate::cli::open_host_for_serve(&args)?;
+    let specs = crate::cli::vault_specs(&args)?;
+    let named = specs.iter().any(|s| s.name.is_some());
+    if named && args.oauth_issuer.is_some() {
+        return Err(Exit(
+            2,
+            "--oauth-issuer serves one vault (its audience is one resource); run one server per vault for OAuth".into(),
+        ));
+    }
+    // One token store for every vault: the vault's own, or with several `--token-store`, or
+    // the one of the `--vaults` folder (`token create --vault DIR`).
     let auth = if args.no_auth {
         Auth::Disabled
     } else {
-        Auth::Tokens(Arc::new(TokenVerifier::new(crate::cli::token_store(
-            host.vault(),
-            args.token_store.as_deref(),
-        ))))
+        let store = match (&args.token_store, named, &args.vaults) {
+            (Some(file), _, _) => TokenStore::new(file),
+            (None, false, _) => {
+                crate::cli::token_store(&crate::cli::open_vault(&specs[0].path)?, None)
+            }
+            (None, true, Some(dir)) => crate::cli::token_store(&crate::cli::open_vault(dir)?, None),
+            (None, true, None) => {
+                return Err(Exit(
+                    2,
+                    "named vaults share one token store: pass --token-store FILE".into(),
+                ));
+            }
+        };
+        Auth::Tokens(Arc::new(TokenVerifier::new(store)))
     };
+    let mut vaults = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let host = crate::cli::open_host_for_serve(&args, &spec.path)?;
+        vaults.push((spec.name, StratumServer::with_host(host)));
+    }
     let oauth = match (&args.oauth_issuer, &args.oauth_audience) {
         (Some(issuer), Some(audience)) => Some(Arc::new(
             OAuthVerifier::new(issuer, audience).map_err(|m| Exit(2, m))?,
@@ -444,8 +545,8 @@ pub fn run(args: ServeArgs) -> Result<(), Exit> {
         rate_limits,
         oauth: oauth.clone(),
     };
-    let state =
-        HttpState::new(StratumServer::with_host(host), auth, config).map_err(|m| Exit(2, m))?;
+    let state = HttpState::serving(vaults, auth, config, Arc::new(MemoryRateStore::new()))
+        .map_err(|m| Exit(2, m))?;
     let runtime = crate::cli::new_runtime()?;
     if let Some(oauth) = oauth {
         // The keys are fetched while the server starts listening: a token that comes first waits

@@ -6,15 +6,15 @@ use std::future::poll_fn;
 use std::pin::Pin;
 
 use axum::body::{Body, HttpBody};
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::{
-    Auth, BODY_MAX_BYTES, BODY_READ_TIMEOUT, ClientAddr, HttpState, error_response, json_response,
-    status_for,
+    Auth, BODY_MAX_BYTES, BODY_READ_TIMEOUT, ClientAddr, Door, HttpState, error_response,
+    json_response, status_for,
 };
 use crate::errors::{Kind, McpError};
 use crate::oauth::{Refusal, looks_like_jwt};
@@ -380,9 +380,9 @@ fn refuse(
 
 /// The revision of the live session the `Mcp-Session-Id` value names, when `token` may use it
 /// (marks it used).
-fn touch_session(state: &HttpState, id: &HeaderValue, token: Option<&str>) -> Option<Protocol> {
+fn touch_session(door: &Door, id: &HeaderValue, token: Option<&str>) -> Option<Protocol> {
     let id = id.to_str().ok()?;
-    state.shared.sessions.touch(id, token).ok()
+    door.sessions.touch(id, token).ok()
 }
 
 /// The rate-limit tier of a method: `None` when it is not counted, `Some(None)` for a call
@@ -414,6 +414,7 @@ fn rate_key(identity: &Identity, parts: &Parts) -> String {
 /// One request through the rate limiter and the router.
 async fn dispatch(
     state: &HttpState,
+    door: &Door,
     caller: &Caller,
     key: &str,
     method: &str,
@@ -425,7 +426,7 @@ async fn dispatch(
             McpError::new(Kind::RateLimited, "Rate limit exceeded").retry_after(secs)
         })?;
     }
-    let result = state.shared.server.handle(method, params, caller).await?;
+    let result = door.server.handle(method, params, caller).await?;
     // A notification method sent with an id still gets an (empty) answer.
     Ok(result.unwrap_or_else(|| json!({})))
 }
@@ -440,21 +441,22 @@ fn batch_rank(kind: Kind) -> u8 {
     }
 }
 
-/// `POST <base>/mcp`: the body's messages, admitted (protocol, token, session), each answered by
-/// the router, in one response.
-pub(super) async fn post(State(state): State<HttpState>, req: Request) -> Response {
+/// `POST <prefix>/mcp` of the `vault`th door: the body's messages, admitted (protocol, token,
+/// vault, session), each answered by the router, in one response.
+pub(super) async fn post(state: HttpState, vault: usize, req: Request) -> Response {
+    let door = &state.shared.doors[vault];
     let (parts, body) = req.into_parts();
     let (batch, messages) = match read_messages(&state, &parts, body).await {
         Ok(read) => read,
         Err(refused) => return refused,
     };
-    let (identity, protocol) = match admit(&state, &parts, batch, &messages).await {
+    let (identity, protocol) = match admit(&state, door, &parts, batch, &messages).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
     record_span(&messages);
     let key = rate_key(&identity, &parts);
-    answer(&state, &identity, protocol, &key, batch, messages).await
+    answer(&state, door, &identity, protocol, &key, batch, messages).await
 }
 
 /// The body as JSON-RPC messages, and whether it was a batch; or the response refusing it (size,
@@ -539,9 +541,11 @@ async fn read_messages(
 }
 
 /// Who is calling and in which revision; or the response refusing the body (an unknown
-/// `MCP-Protocol-Version`, a missing or refused token, an unknown or missing session).
+/// `MCP-Protocol-Version`, a missing or refused token, a vault the token may not use, an
+/// unknown or missing session).
 async fn admit(
     state: &HttpState,
+    door: &Door,
     parts: &Parts,
     batch: bool,
     messages: &[Message],
@@ -586,10 +590,27 @@ async fn admit(
             identity.why.as_deref(),
         ));
     }
+    if let (Some(vault), Some(principal)) = (&door.name, &identity.principal)
+        && !principal.may_use(vault)
+    {
+        let e = McpError::new(
+            Kind::ScopesDenied,
+            format!("This token may not use the vault {vault}"),
+        )
+        .with_hint("Use a token created with --vault-access naming this vault.");
+        return Err(refuse(
+            state,
+            batch,
+            messages,
+            &e,
+            StatusCode::FORBIDDEN,
+            None,
+        ));
+    }
     if !opens_session {
         match parts.headers.get(SESSION_HEADER) {
             Some(id) => {
-                let Some(agreed) = touch_session(state, id, identity.key().as_deref()) else {
+                let Some(agreed) = touch_session(door, id, identity.key().as_deref()) else {
                     let e = McpError::new(Kind::InvalidRequest, "Unknown or ended session")
                         .with_hint("Start a new session with initialize.");
                     return Err(refuse(
@@ -644,6 +665,7 @@ fn record_span(messages: &[Message]) {
 /// `insufficient_scope` challenge.
 async fn answer(
     state: &HttpState,
+    door: &Door,
     identity: &Identity,
     protocol: Protocol,
     key: &str,
@@ -670,20 +692,18 @@ async fn answer(
             Message::Notification { method, params } => {
                 // Only protocol notifications do anything; a method call without an id is dropped.
                 if method.starts_with("notifications/") {
-                    let _ = state.shared.server.handle(&method, params, &caller).await;
+                    let _ = door.server.handle(&method, params, &caller).await;
                 }
             }
             Message::Request { id, method, params } => {
                 let needs = rate_tier(&method, params.as_ref()).flatten();
-                match dispatch(state, &caller, key, &method, params).await {
+                match dispatch(state, door, &caller, key, &method, params).await {
                     Ok(result) => {
                         if method == "initialize" && session.is_none() {
                             let agreed =
                                 result["protocolVersion"].as_str().and_then(Protocol::parse);
                             session = Some(
-                                state
-                                    .shared
-                                    .sessions
+                                door.sessions
                                     .open(identity.key(), agreed.unwrap_or(Protocol::LATEST)),
                             );
                         }
@@ -738,8 +758,10 @@ async fn answer(
     response
 }
 
-/// `DELETE <base>/mcp`: ends the session named by `Mcp-Session-Id` (204), 404 when unknown.
-pub(super) async fn delete(State(state): State<HttpState>, req: Request) -> Response {
+/// `DELETE <prefix>/mcp` of the `vault`th door: ends the session named by `Mcp-Session-Id`
+/// (204), 404 when unknown there.
+pub(super) async fn delete(state: HttpState, vault: usize, req: Request) -> Response {
+    let door = &state.shared.doors[vault];
     let identity = identify(&state, req.headers()).await;
     if identity.rejected {
         return refuse(
@@ -756,13 +778,9 @@ pub(super) async fn delete(State(state): State<HttpState>, req: Request) -> Resp
             .with_hint("Name the session to end.");
         return error_response(StatusCode::BAD_REQUEST, &e);
     };
-    let ended = id.to_str().is_ok_and(|id| {
-        state
-            .shared
-            .sessions
-            .end(id, identity.key().as_deref())
-            .is_ok()
-    });
+    let ended = id
+        .to_str()
+        .is_ok_and(|id| door.sessions.end(id, identity.key().as_deref()).is_ok());
     if ended {
         StatusCode::NO_CONTENT.into_response()
     } else {

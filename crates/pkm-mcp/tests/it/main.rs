@@ -13,5 +13,6 @@ mod http_oauth;
 mod http_rate_limit;
 mod http_scope;
 mod http_transport;
+mod http_vaults;
 mod protocol;
 mod shared_vault;

@@ -4,7 +4,6 @@
 //! a follower takes the lead when the leader is killed.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers fail loudly by design
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -268,31 +267,12 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(vault: &Path) -> HttpServer {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_stratum-mcp"))
-            .args(["--http", "--no-auth", "--bind", "127.0.0.1:0", "--vault"])
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_stratum-mcp"));
+        cmd.args(["--http", "--no-auth", "--bind", "127.0.0.1:0", "--vault"])
             .arg(vault)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        let url = loop {
-            line.clear();
-            assert!(err.read_line(&mut line).unwrap() > 0, "http server exited");
-            if let Some(u) = line.trim().strip_prefix("listening on ") {
-                break format!("{u}/mcp");
-            }
-        };
-        // Keep draining its log so it never blocks on a full pipe.
-        std::thread::spawn(move || {
-            let mut sink = String::new();
-            while err.read_line(&mut sink).is_ok_and(|n| n > 0) {
-                sink.clear();
-            }
-        });
+            .env("RUST_LOG", "warn");
+        let (child, base) = common::spawn_http(cmd);
+        let url = format!("{base}/mcp");
         let mut h = HttpServer {
             child,
             url,

@@ -26,6 +26,36 @@ pub fn temp_example_vault() -> tempfile::TempDir {
     dir
 }
 
+/// Starts `cmd` (a `stratum-mcp --http ...` with `--bind 127.0.0.1:0`) and returns the child and
+/// its `http://HOST:PORT` from the `listening on` line; its log is drained from then on.
+pub fn spawn_http(mut cmd: std::process::Command) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "http server exited");
+        if let Some(u) = line.trim().strip_prefix("listening on ") {
+            break u.to_owned();
+        }
+    };
+    // Keep draining its log so it never blocks on a full pipe.
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        while err.read_line(&mut sink).is_ok_and(|n| n > 0) {
+            sink.clear();
+        }
+    });
+    (child, url)
+}
+
 /// Stops a server process as a service manager would: SIGTERM, then [`reap`].
 pub fn terminate(child: &mut std::process::Child) {
     let pid = rustix::process::Pid::from_child(child);
