@@ -454,8 +454,20 @@ pub fn vault_specs(args: &ServeArgs) -> Result<Vec<VaultSpec>, Exit> {
         _ => {
             let mut names: Vec<&str> = specs.iter().filter_map(|s| s.name.as_deref()).collect();
             names.sort_unstable();
-            match names.windows(2).find(|w| w[0] == w[1]) {
-                Some(w) => Err(usage(format!("two vaults are named {}", w[0]))),
+            if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+                return Err(usage(format!("two vaults are named {}", w[0])));
+            }
+            // One folder under two names would be two leaders' worth of one vault.
+            let mut folders: Vec<(PathBuf, &str)> = specs
+                .iter()
+                .filter_map(|s| Some((s.path.canonicalize().ok()?, s.name.as_deref()?)))
+                .collect();
+            folders.sort();
+            match folders.windows(2).find(|w| w[0].0 == w[1].0) {
+                Some(w) => Err(usage(format!(
+                    "the vaults {} and {} are the same folder",
+                    w[0].1, w[1].1
+                ))),
                 None => Ok(specs),
             }
         }

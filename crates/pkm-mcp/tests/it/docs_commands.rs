@@ -126,18 +126,37 @@ fn http_status(port: u16, path: &str) -> Option<u16> {
     reply.split(' ').nth(1)?.parse().ok()
 }
 
+/// The temp path a docs spelling stands for: a vault (`VAULTS`), the folder of vaults
+/// `/srv/vaults` (and its `work` and `home`, copies of the example vault), the token store
+/// `/srv/tokens.json`; `NAME=PATH` keeps its name.
+fn local_spelling(a: &str, vault: &Path) -> String {
+    if !a.starts_with('-')
+        && let Some((name, path)) = a.split_once('=')
+    {
+        return format!("{name}={}", local_spelling(path, vault));
+    }
+    if VAULTS.contains(&a) {
+        return vault.display().to_string();
+    }
+    let here = vault.parent().unwrap();
+    if let Some(rest) = a.strip_prefix("/srv/vaults") {
+        let vaults = here.join("vaults");
+        for name in ["work", "home"] {
+            if !vaults.join(name).exists() {
+                common::copy_dir(&common::example_vault(), &vaults.join(name));
+            }
+        }
+        return format!("{}{rest}", vaults.display());
+    }
+    if a == "/srv/tokens.json" {
+        return here.join("tokens.json").display().to_string();
+    }
+    a.to_owned()
+}
+
 /// Runs one `stratum-mcp` command line (program already stripped) on `vault`.
 fn run_server_command(what: &str, args: &[String], vault: &Path) {
-    let mut args: Vec<String> = args
-        .iter()
-        .map(|a| {
-            if VAULTS.contains(&a.as_str()) {
-                vault.display().to_string()
-            } else {
-                a.clone()
-            }
-        })
-        .collect();
+    let mut args: Vec<String> = args.iter().map(|a| local_spelling(a, vault)).collect();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_stratum-mcp"));
     cmd.env("RUST_LOG", "warn");
     if args.iter().any(|a| a == "--stdio") {

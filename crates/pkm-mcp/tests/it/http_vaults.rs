@@ -357,6 +357,18 @@ fn vault_flags_that_cannot_work_exit_2_with_one_line() {
         ),
         (
             vec![
+                "--http".into(),
+                "--vault".into(),
+                named("a", &a),
+                "--vault".into(),
+                named("b", &a),
+                "--token-store".into(),
+                store.clone(),
+            ],
+            "the vaults a and b are the same folder",
+        ),
+        (
+            vec![
                 "--stdio".into(),
                 "--vault".into(),
                 named("a", &a),
