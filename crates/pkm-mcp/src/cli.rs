@@ -48,6 +48,15 @@ pub enum Watch {
     Off,
 }
 
+/// What an instance does while its Redis is unreachable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RedisFail {
+    /// Serve on with this instance's own rate-limit buckets and sessions, and log a warning.
+    Open,
+    /// Answer 503 until Redis is back.
+    Closed,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Serve MCP on stdin/stdout (the default when neither --stdio nor --http is given).
@@ -137,6 +146,19 @@ pub struct ServeArgs {
         default_value = "text"
     )]
     pub log_format: LogFormat,
+    /// With --http, keep rate-limit buckets, sessions and token revocations in this Redis, shared
+    /// by every instance that uses it (a fleet behind a load balancer).
+    #[arg(long, env = "STRATUM_MCP_REDIS_URL", value_name = "redis://HOST:PORT")]
+    pub redis_url: Option<String>,
+    /// What --redis-url instances do while Redis is unreachable: open serves on with this
+    /// instance's own buckets and sessions (logged), closed answers 503.
+    #[arg(
+        long,
+        env = "STRATUM_MCP_REDIS_FAIL",
+        value_enum,
+        default_value = "open"
+    )]
+    pub redis_fail: RedisFail,
     /// Serve Prometheus metrics on this separate address (off by default).
     #[arg(long, env = "STRATUM_MCP_METRICS_BIND", value_name = "ADDR:PORT")]
     pub metrics_bind: Option<std::net::SocketAddr>,

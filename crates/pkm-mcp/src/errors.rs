@@ -20,6 +20,9 @@ pub enum Kind {
     ScopesDenied,
     VaultLocked,
     Unauthenticated,
+    /// The HTTP door's shared store (a fleet's Redis) is unreachable and the operator chose to
+    /// refuse rather than serve on alone: an `External` error (-32000) with HTTP 503.
+    Unavailable,
 }
 
 impl Kind {
@@ -30,7 +33,7 @@ impl Kind {
             Kind::MethodNotFound => -32601,
             Kind::InvalidArgs => -32602,
             Kind::Internal => -32603,
-            Kind::External => -32000,
+            Kind::External | Kind::Unavailable => -32000,
             Kind::NotFound => -32001,
             Kind::Conflict => -32002,
             Kind::RateLimited => -32003,
@@ -46,7 +49,7 @@ impl Kind {
             Kind::MethodNotFound => "MethodNotFound",
             Kind::InvalidArgs => "InvalidArgs",
             Kind::Internal => "Internal",
-            Kind::External => "External",
+            Kind::External | Kind::Unavailable => "External",
             Kind::NotFound => "NotFound",
             Kind::Conflict => "Conflict",
             Kind::RateLimited => "RateLimited",
@@ -139,7 +142,7 @@ fn default_hint(kind: Kind) -> &'static str {
         Kind::Conflict => "Read the note again, merge, and retry with the new modified_at.",
         Kind::RateLimited => "Slow down and retry after retry_after_seconds.",
         Kind::ScopesDenied => "Use a token that holds the tool's scope.",
-        Kind::VaultLocked => "Retry after retry_after_seconds.",
+        Kind::VaultLocked | Kind::Unavailable => "Retry after retry_after_seconds.",
         Kind::Unauthenticated => {
             "Send Authorization: Bearer <token> (see 'stratum-mcp token create')."
         }

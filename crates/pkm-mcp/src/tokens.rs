@@ -4,6 +4,7 @@
 //! A running server re-reads the file when it changes, so `token revoke` takes effect on the next
 //! request.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -215,6 +216,8 @@ type Cached = Option<(Option<(SystemTime, u64)>, Vec<TokenRecord>)>;
 pub struct TokenVerifier {
     store: TokenStore,
     cache: Mutex<Cached>,
+    /// Hashes of tokens revoked elsewhere in a fleet: refused even while this store holds them.
+    denied: Mutex<HashSet<String>>,
 }
 
 impl TokenVerifier {
@@ -222,7 +225,23 @@ impl TokenVerifier {
         TokenVerifier {
             store,
             cache: Mutex::new(None),
+            denied: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// Refuses the tokens with these hashes from now on (revoked on another host of a fleet).
+    pub fn deny(&self, hashes: HashSet<String>) {
+        *self.denied.lock() = hashes;
+    }
+
+    /// The hashes of the tokens in the store, or `None` when there is no readable store file
+    /// (a missing or unreadable file revokes nothing).
+    pub fn stored_hashes(&self) -> Option<HashSet<String>> {
+        if !self.store.path().is_file() {
+            return None;
+        }
+        let records = self.store.list().ok()?;
+        Some(records.into_iter().map(|r| r.sha256).collect())
     }
 
     fn records(&self) -> Vec<TokenRecord> {
@@ -250,6 +269,9 @@ impl TokenVerifier {
     /// The principal a token belongs to. Every stored hash is compared in constant time.
     pub fn verify(&self, token: &str) -> Option<Principal> {
         let presented = hash_hex(token.trim());
+        if self.denied.lock().contains(&presented) {
+            return None;
+        }
         let mut found = None;
         for rec in self.records() {
             if bool::from(rec.sha256.as_bytes().ct_eq(presented.as_bytes())) {

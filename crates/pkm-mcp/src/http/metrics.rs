@@ -77,6 +77,11 @@ impl Metrics {
 
     /// Counts one JSON-RPC error answered.
     pub fn error(&self, kind: Kind) {
+        // Unavailable is an External error on the wire, and counted as one.
+        let kind = match kind {
+            Kind::Unavailable => Kind::External,
+            k => k,
+        };
         if let Some(c) = KINDS
             .iter()
             .position(|k| *k == kind)

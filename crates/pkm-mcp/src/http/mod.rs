@@ -12,6 +12,7 @@
 //! JWT access tokens beside personal access tokens; 401 and 403 then carry the `WWW-Authenticate`
 //! challenges of the MCP authorization spec.
 
+mod fleet;
 mod guard;
 pub mod metrics;
 pub mod rate;
@@ -41,6 +42,7 @@ use crate::oauth::{OAuthVerifier, PRM_PATH};
 use crate::server::{StratumServer, VERSION};
 use crate::tokens::{TokenStore, TokenVerifier};
 
+pub use self::fleet::Fleet;
 pub use self::metrics::Metrics;
 pub use self::rate::{Limit, MemoryRateStore, RateLimits, RateStore};
 
@@ -77,6 +79,8 @@ pub struct HttpConfig {
     /// JWT access tokens of an OAuth issuer (`--oauth-issuer`), beside the personal access tokens
     /// of [`Auth::Tokens`]; ignored with [`Auth::Disabled`].
     pub oauth: Option<Arc<OAuthVerifier>>,
+    /// The Redis of a fleet (`--redis-url`): rate-limit buckets and sessions live there.
+    pub fleet: Option<Arc<Fleet>>,
 }
 
 /// One vault as the door serves it: at `<base>/mcp` when it is the only one and has no name, at
@@ -103,6 +107,7 @@ struct Shared {
     base: String,
     guard: guard::Guard,
     limiter: rate::Limiter,
+    fleet: Option<Arc<Fleet>>,
     metrics: Arc<Metrics>,
 }
 
@@ -142,17 +147,24 @@ impl HttpState {
             shared: Arc::new(Shared {
                 doors: vaults
                     .into_iter()
-                    .map(|(name, server)| Door {
-                        name,
-                        server,
-                        sessions: session::SessionStore::new(),
+                    .map(|(name, server)| {
+                        let fleet = config
+                            .fleet
+                            .as_ref()
+                            .map(|f| (Arc::clone(f), name.clone().unwrap_or_else(|| "-".into())));
+                        Door {
+                            name,
+                            server,
+                            sessions: session::SessionStore::new(fleet),
+                        }
                     })
                     .collect(),
                 auth,
                 oauth,
                 base,
                 guard: guard::Guard::new(&config.allowed_hosts, &config.allowed_origins),
-                limiter: rate::Limiter::new(config.rate_limits, store),
+                limiter: rate::Limiter::new(config.rate_limits, store, config.fleet.clone()),
+                fleet: config.fleet,
                 metrics: Arc::new(Metrics::default()),
             }),
         })
@@ -172,6 +184,7 @@ pub fn status_for(kind: Kind) -> StatusCode {
         Kind::Unauthenticated => StatusCode::UNAUTHORIZED,
         Kind::ScopesDenied => StatusCode::FORBIDDEN,
         Kind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+        Kind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         Kind::MethodNotFound
         | Kind::InvalidArgs
         | Kind::Internal
@@ -247,10 +260,17 @@ pub fn router(state: HttpState) -> Router {
 
 /// A JSON-RPC error response with `id: null` and the given status.
 fn error_response(status: StatusCode, e: &McpError) -> Response {
-    json_response(
-        status,
-        &json!({"jsonrpc": "2.0", "id": Value::Null, "error": e.to_json()}),
-    )
+    let body = json!({"jsonrpc": "2.0", "id": Value::Null, "error": e.to_json()});
+    with_retry_after(json_response(status, &body), e)
+}
+
+/// `r` with the `Retry-After` header of an error that says when to retry.
+fn with_retry_after(mut r: Response, e: &McpError) -> Response {
+    if let Some(secs) = e.retry_after_seconds {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    r
 }
 
 fn json_response(status: StatusCode, body: &Value) -> Response {
@@ -314,16 +334,53 @@ async fn vault_health(door: &Door) -> Result<Value, &'static str> {
     }
 }
 
+/// The fleet's Redis as `/health` reports it (`None` without `--redis-url`), and whether its
+/// being unreachable stops this instance (`--redis-fail closed`).
+fn redis_health(state: &HttpState) -> Option<(Value, bool)> {
+    let fleet = state.shared.fleet.as_ref()?;
+    let up = fleet.is_up();
+    let report = json!({
+        "status": if up { "ok" } else { "unreachable" },
+        "on_failure": fleet.on_failure(),
+    });
+    Some((report, !up && fleet.fails_closed()))
+}
+
+/// A health document: 200 with `"status": "ok"`, or 503 with `"status": "error"` and `reason`;
+/// `redis` beside with a fleet.
+fn health_response(state: &HttpState, mut body: Value, mut reason: Option<&str>) -> Response {
+    if let Some((redis, stops)) = redis_health(state) {
+        body["redis"] = redis;
+        if stops {
+            reason = reason.or(Some("Redis is unreachable and --redis-fail is closed"));
+        }
+    }
+    body["version"] = json!(VERSION);
+    match reason {
+        None => {
+            body["status"] = json!("ok");
+            json_response(StatusCode::OK, &body)
+        }
+        Some(reason) => {
+            body["status"] = json!("error");
+            body["reason"] = json!(reason);
+            json_response(StatusCode::SERVICE_UNAVAILABLE, &body)
+        }
+    }
+}
+
 /// `GET <prefix>/health` (contract §12): no auth, a cheap query of the vault's store.
 async fn health(state: HttpState, vault: usize) -> Response {
     match vault_health(&state.shared.doors[vault]).await {
-        Ok(fresh) => json_response(
-            StatusCode::OK,
-            &json!({"status": "ok", "store": "ok", "index_fresh": fresh, "version": VERSION}),
+        Ok(fresh) => health_response(
+            &state,
+            json!({"status": "ok", "store": "ok", "index_fresh": fresh}),
+            None,
         ),
-        Err(reason) => json_response(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &json!({"status": "error", "store": "error", "reason": reason, "version": VERSION}),
+        Err(reason) => health_response(
+            &state,
+            json!({"status": "error", "store": "error"}),
+            Some(reason),
         ),
     }
 }
@@ -331,26 +388,18 @@ async fn health(state: HttpState, vault: usize) -> Response {
 /// `GET <base>/health` with several vaults: each vault's health, and 503 when any cannot answer.
 async fn health_all(State(state): State<HttpState>) -> Response {
     let mut vaults = serde_json::Map::new();
-    let mut all_ok = true;
+    let mut failed = None;
     for door in &state.shared.doors {
         let entry = match vault_health(door).await {
             Ok(fresh) => json!({"status": "ok", "store": "ok", "index_fresh": fresh}),
             Err(reason) => {
-                all_ok = false;
+                failed = Some("a vault's store cannot answer");
                 json!({"status": "error", "store": "error", "reason": reason})
             }
         };
         vaults.insert(door.name.clone().unwrap_or_default(), entry);
     }
-    let (status, word) = if all_ok {
-        (StatusCode::OK, "ok")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "error")
-    };
-    json_response(
-        status,
-        &json!({"status": word, "version": VERSION, "vaults": vaults}),
-    )
+    health_response(&state, json!({"status": "ok", "vaults": vaults}), failed)
 }
 
 /// One span per request: HTTP method, path, then (recorded by the handler) JSON-RPC method, tool
@@ -527,6 +576,20 @@ pub fn run(args: ServeArgs) -> Result<(), Exit> {
         };
         Auth::Tokens(Arc::new(TokenVerifier::new(store)))
     };
+    let runtime = crate::cli::new_runtime()?;
+    let fleet = match &args.redis_url {
+        Some(url) => {
+            let _entered = runtime.enter();
+            let fleet = Arc::new(Fleet::new(url, args.redis_fail).map_err(|m| Exit(2, m))?);
+            let verifier = match &auth {
+                Auth::Tokens(v) => Some(Arc::clone(v)),
+                Auth::Disabled => None,
+            };
+            runtime.spawn(Arc::clone(&fleet).run(verifier));
+            Some(fleet)
+        }
+        None => None,
+    };
     let mut vaults = Vec::with_capacity(specs.len());
     for spec in specs {
         let host = crate::cli::open_host_for_serve(&args, &spec.path)?;
@@ -544,10 +607,10 @@ pub fn run(args: ServeArgs) -> Result<(), Exit> {
         allowed_origins: args.allowed_origin.clone(),
         rate_limits,
         oauth: oauth.clone(),
+        fleet,
     };
     let state = HttpState::serving(vaults, auth, config, Arc::new(MemoryRateStore::new()))
         .map_err(|m| Exit(2, m))?;
-    let runtime = crate::cli::new_runtime()?;
     if let Some(oauth) = oauth {
         // The keys are fetched while the server starts listening: a token that comes first waits
         // for this fetch (not another one). An issuer that is down now is logged, and asked again
@@ -616,12 +679,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_four_transport_kinds_change_the_status() {
+    fn only_the_transport_kinds_change_the_status() {
         assert_eq!(status_for(Kind::ParseError), StatusCode::BAD_REQUEST);
         assert_eq!(status_for(Kind::InvalidRequest), StatusCode::BAD_REQUEST);
         assert_eq!(status_for(Kind::Unauthenticated), StatusCode::UNAUTHORIZED);
         assert_eq!(status_for(Kind::ScopesDenied), StatusCode::FORBIDDEN);
         assert_eq!(status_for(Kind::RateLimited), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(
+            status_for(Kind::Unavailable),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
         for k in [
             Kind::MethodNotFound,
             Kind::InvalidArgs,

@@ -12,9 +12,10 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use super::session::Refused;
 use super::{
     Auth, BODY_MAX_BYTES, BODY_READ_TIMEOUT, ClientAddr, Door, HttpState, error_response,
-    json_response, status_for,
+    json_response, rate, status_for, with_retry_after,
 };
 use crate::errors::{Kind, McpError};
 use crate::oauth::{Refusal, looks_like_jwt};
@@ -370,7 +371,7 @@ fn refuse(
         (_, [id, ..]) => error_entry(id.clone(), e),
         (_, []) => error_entry(Value::Null, e),
     };
-    let mut r = json_response(status, &body);
+    let mut r = with_retry_after(json_response(status, &body), e);
     if status == StatusCode::UNAUTHORIZED {
         r.headers_mut()
             .insert(header::WWW_AUTHENTICATE, unauthorized_challenge(state, why));
@@ -380,9 +381,34 @@ fn refuse(
 
 /// The revision of the live session the `Mcp-Session-Id` value names, when `token` may use it
 /// (marks it used).
-fn touch_session(door: &Door, id: &HeaderValue, token: Option<&str>) -> Option<Protocol> {
-    let id = id.to_str().ok()?;
-    door.sessions.touch(id, token).ok()
+async fn touch_session(
+    door: &Door,
+    id: &HeaderValue,
+    token: Option<&str>,
+) -> Result<Protocol, Refused> {
+    let id = id.to_str().map_err(|_| Refused::Unknown)?;
+    door.sessions.touch(id, token).await
+}
+
+/// The answer while the fleet's Redis is unreachable and `--redis-fail closed` (HTTP 503).
+fn unavailable() -> McpError {
+    McpError::new(
+        Kind::Unavailable,
+        "The fleet's shared store (Redis) is unreachable",
+    )
+    .retry_after(1)
+}
+
+/// The error for a refused `Mcp-Session-Id`, and its HTTP status.
+fn session_refused(refused: Refused) -> (McpError, StatusCode) {
+    match refused {
+        Refused::Unknown | Refused::OtherToken => (
+            McpError::new(Kind::InvalidRequest, "Unknown or ended session")
+                .with_hint("Start a new session with initialize."),
+            StatusCode::NOT_FOUND,
+        ),
+        Refused::Unavailable => (unavailable(), StatusCode::SERVICE_UNAVAILABLE),
+    }
 }
 
 /// The rate-limit tier of a method: `None` when it is not counted, `Some(None)` for a call
@@ -421,10 +447,18 @@ async fn dispatch(
     params: Option<Value>,
 ) -> Result<Value, McpError> {
     if let Some(tier) = rate_tier(method, params.as_ref()) {
-        state.shared.limiter.check(key, tier).map_err(|secs| {
-            tracing::info!(retry_after = secs, "rate limit exceeded");
-            McpError::new(Kind::RateLimited, "Rate limit exceeded").retry_after(secs)
-        })?;
+        state
+            .shared
+            .limiter
+            .check(key, tier)
+            .await
+            .map_err(|refusal| match refusal {
+                rate::Refusal::Limited(secs) => {
+                    tracing::info!(retry_after = secs, "rate limit exceeded");
+                    McpError::new(Kind::RateLimited, "Rate limit exceeded").retry_after(secs)
+                }
+                rate::Refusal::Unavailable => unavailable(),
+            })?;
     }
     let result = door.server.handle(method, params, caller).await?;
     // A notification method sent with an id still gets an (empty) answer.
@@ -434,6 +468,7 @@ async fn dispatch(
 /// How much a batch entry's error weighs when picking the batch's HTTP status.
 fn batch_rank(kind: Kind) -> u8 {
     match kind {
+        Kind::Unavailable => 4,
         Kind::Unauthenticated => 3,
         Kind::ScopesDenied => 2,
         Kind::RateLimited => 1,
@@ -609,21 +644,13 @@ async fn admit(
     }
     if !opens_session {
         match parts.headers.get(SESSION_HEADER) {
-            Some(id) => {
-                let Some(agreed) = touch_session(door, id, identity.key().as_deref()) else {
-                    let e = McpError::new(Kind::InvalidRequest, "Unknown or ended session")
-                        .with_hint("Start a new session with initialize.");
-                    return Err(refuse(
-                        state,
-                        batch,
-                        messages,
-                        &e,
-                        StatusCode::NOT_FOUND,
-                        None,
-                    ));
-                };
-                protocol = protocol.or(Some(agreed));
-            }
+            Some(id) => match touch_session(door, id, identity.key().as_deref()).await {
+                Ok(agreed) => protocol = protocol.or(Some(agreed)),
+                Err(refused) => {
+                    let (e, status) = session_refused(refused);
+                    return Err(refuse(state, batch, messages, &e, status, None));
+                }
+            },
             None if identity.auth && needs_token => {
                 let e = McpError::new(Kind::InvalidRequest, "Missing Mcp-Session-Id header")
                     .with_hint("Send initialize first and echo its Mcp-Session-Id header on every later request.");
@@ -697,16 +724,23 @@ async fn answer(
             }
             Message::Request { id, method, params } => {
                 let needs = rate_tier(&method, params.as_ref()).flatten();
-                match dispatch(state, door, &caller, key, &method, params).await {
+                let mut answered = dispatch(state, door, &caller, key, &method, params).await;
+                if let Ok(result) = &answered
+                    && method == "initialize"
+                    && session.is_none()
+                {
+                    let agreed = result["protocolVersion"].as_str().and_then(Protocol::parse);
+                    match door
+                        .sessions
+                        .open(identity.key(), agreed.unwrap_or(Protocol::LATEST))
+                        .await
+                    {
+                        Ok(id) => session = Some(id),
+                        Err(refused) => answered = Err(session_refused(refused).0),
+                    }
+                }
+                match answered {
                     Ok(result) => {
-                        if method == "initialize" && session.is_none() {
-                            let agreed =
-                                result["protocolVersion"].as_str().and_then(Protocol::parse);
-                            session = Some(
-                                door.sessions
-                                    .open(identity.key(), agreed.unwrap_or(Protocol::LATEST)),
-                            );
-                        }
                         entries.push(json!({"jsonrpc": "2.0", "id": id, "result": result}));
                     }
                     Err(e) => {
@@ -720,7 +754,7 @@ async fn answer(
                         }
                         if let Some(s) = e
                             .retry_after_seconds
-                            .filter(|_| e.kind == Kind::RateLimited)
+                            .filter(|_| matches!(e.kind, Kind::RateLimited | Kind::Unavailable))
                         {
                             retry_after = Some(retry_after.map_or(s, |r| r.max(s)));
                         }
@@ -778,14 +812,16 @@ pub(super) async fn delete(state: HttpState, vault: usize, req: Request) -> Resp
             .with_hint("Name the session to end.");
         return error_response(StatusCode::BAD_REQUEST, &e);
     };
-    let ended = id
-        .to_str()
-        .is_ok_and(|id| door.sessions.end(id, identity.key().as_deref()).is_ok());
-    if ended {
-        StatusCode::NO_CONTENT.into_response()
-    } else {
-        let e = McpError::new(Kind::InvalidRequest, "Unknown or ended session");
-        error_response(StatusCode::NOT_FOUND, &e)
+    let ended = match id.to_str() {
+        Ok(id) => door.sessions.end(id, identity.key().as_deref()).await,
+        Err(_) => Err(Refused::Unknown),
+    };
+    match ended {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(refused) => {
+            let (e, status) = session_refused(refused);
+            error_response(status, &e)
+        }
     }
 }
 

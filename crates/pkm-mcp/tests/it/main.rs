@@ -9,6 +9,7 @@ mod crash;
 mod dialects;
 mod docs;
 mod docs_commands;
+mod http_fleet;
 mod http_oauth;
 mod http_rate_limit;
 mod http_scope;
