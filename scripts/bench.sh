@@ -70,7 +70,7 @@ for n in $SIZES; do
   fi
   vault="$(fresh_vault "$n")"
   echo "bench: running on $n notes"
-  python3 scripts/bench/bench.py --bin "$BIN" --vault "$vault" $QUICK "${LOAD[@]}" "${PAIR[@]}" \
+  python3 scripts/bench/bench.py --bin "$BIN" --vault "$vault" $QUICK "${LOAD[@]}" "${PAIR[@]}" --redis \
     --out "$OUT/result-$n.json"
   results+=("$OUT/result-$n.json")
 done
@@ -124,6 +124,10 @@ def cell(f, r):
     except KeyError:
         return "–"
 
+def redis_ratio(r):
+    m = r["http_limits_32"]
+    return f"{m['memory']:.0f} / {m['redis']:.0f} ({m['redis'] / m['memory']:.0%})"
+
 def burst(r):
     b = r["burst"]
     return f"{b['fresh_s']:.2f}" + ("" if b["notes"] == 1000 else f" ({b['notes']} notes)")
@@ -150,6 +154,7 @@ rows = [
     ("HTTP kb_search, 1 client, calls/s", lambda r: f"{r['http_calls_per_s']['1']:.0f}"),
     ("HTTP kb_search, 8 clients, calls/s", lambda r: f"{r['http_calls_per_s']['8']:.0f}"),
     ("HTTP kb_search, 32 clients, calls/s", lambda r: f"{r['http_calls_per_s']['32']:.0f}"),
+    ("HTTP kb_search, 32 clients, rate limits in memory / in Redis, calls/s (Redis ÷ memory)", lambda r: redis_ratio(r)),
 ]
 sizes = [size(r["notes"] // 1000 * 1000) + (" before" if r.get("baseline") else "") for r in rs]
 lines = [
@@ -194,10 +199,11 @@ targets = [
     ("External write → searchable p95 ≤ 300 ms", 12, 10000, lambda r: r["external_write"]["p95"], lambda v: v <= 300, "{:.0f} ms"),
     ("Burst of 1,000 external changes → fresh ≤ 3 s", 12, 10000, lambda r: r["burst"]["fresh_s"], lambda v: v <= 3, "{:.2f} s"),
     ("Follower kb_search p95 ≤ 2× the leader's", 12, 10000, lambda r: r["follower_p95_ratio"], lambda v: v <= 2, "{:.2f}×"),
+    ("HTTP at 32 clients with limits in Redis ≥ 80 % of in memory", 17, 10000, lambda r: r["http_limits_32"]["redis"] / r["http_limits_32"]["memory"], lambda v: v >= 0.8, "{:.0%}"),
 ]
 lines += [
     "",
-    "## Targets (issues #8, #12 and #14, 2 cores)",
+    "## Targets (issues #8, #12, #14 and #17, 2 cores)",
     "",
     "| Target | Issue | Where | Status in this run |",
     "|---|---|---|---|",

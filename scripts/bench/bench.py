@@ -502,11 +502,11 @@ class HttpClient:
             raise RpcError(resp["error"])
 
 
-def bench_http(a, res, queries):
-    token = subprocess.run([a.bin, "token", "create", "--vault", a.vault, "--name", f"bench-{os.getpid()}"],
-                           check=True, capture_output=True, text=True).stdout.strip()
+def start_http(a, token, queries, extra=()):
+    """Starts `stratum-mcp --http` on the vault (rate limits raised, `extra` flags); returns the
+    process and its port once a search answers (the index is open)."""
     env = dict(os.environ, MCP_RATE_LIMIT_RPS="1000000", MCP_RATE_LIMIT_BURST="1000000")
-    proc = subprocess.Popen([a.bin, "--http", "--vault", a.vault, "--bind", "127.0.0.1:0"],
+    proc = subprocess.Popen([a.bin, "--http", "--vault", a.vault, "--bind", "127.0.0.1:0", *extra],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     port_box = []
     ready = threading.Event()
@@ -524,7 +524,6 @@ def bench_http(a, res, queries):
         if not ready.wait(120) or not port_box:
             raise RuntimeError("HTTP server did not print its listening address")
         port = port_box[0]
-        # Wait until the index is open (first search answers).
         w = HttpClient(port, token)
         w.initialize()
         t0 = time.perf_counter()
@@ -536,60 +535,121 @@ def bench_http(a, res, queries):
                 if e.code != VAULT_LOCKED or time.perf_counter() - t0 > 600:
                     raise
                 time.sleep(0.05)
-        dur = 2.0 if a.quick else 5.0
-        res["http_calls_per_s"] = {}
-        if a.load_bin:
-            # The Rust load generator (examples/http_load.rs): one thread, so the figure is the
-            # server's, not the client's.
-            qfile = os.path.join(a.vault, ".pkm", "bench-queries.txt")
-            with open(qfile, "w") as f:
-                f.write("\n".join(queries) + "\n")
-            for n in (1, 8, 32):
-                out = subprocess.run([a.load_bin, f"http://127.0.0.1:{port}/mcp", token, str(n), str(dur), qfile],
-                                     check=True, capture_output=True, text=True).stdout
-                res["http_calls_per_s"][str(n)] = round(json.loads(out)["calls_per_s"], 1)
-                log(f"http x{n}: {res['http_calls_per_s'][str(n)]} calls/s")
-            return
-        for n in (1, 8, 32):
-            clients = [HttpClient(port, token) for _ in range(n)]
-            for cl in clients:
-                cl.initialize()
-            counts, errors = [0] * n, []
-            start = threading.Barrier(n + 1)
-            stop_at = [0.0]
+        w.conn.close()
+        return proc, port
+    except BaseException:
+        stop(proc)
+        raise
 
-            def worker(i):
-                rng = random.Random(i)
-                start.wait()
-                try:
-                    while time.perf_counter() < stop_at[0]:
-                        clients[i].search(rng.choice(queries))
-                        counts[i] += 1
-                except Exception as e:  # noqa: BLE001 - reported below, fails the run
-                    errors.append(repr(e))
 
-            ts = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
-            for t in ts:
-                t.start()
-            t0 = time.perf_counter()
-            stop_at[0] = t0 + dur
-            start.wait()
-            for t in ts:
-                t.join()
-            el = time.perf_counter() - t0
-            if errors:
-                raise RuntimeError(f"HTTP x{n}: {errors[0]}")
-            res["http_calls_per_s"][str(n)] = round(sum(counts) / el, 1)
-            log(f"http x{n}: {res['http_calls_per_s'][str(n)]} calls/s")
-            for cl in clients:
-                cl.conn.close()
-    finally:
-        proc.terminate()
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def http_load(a, port, token, queries, n, dur):
+    """kb_search calls/s of `n` clients for `dur` seconds: the Rust load generator
+    (examples/http_load.rs, one thread, so the figure is the server's, not the client's), or
+    Python threads without it."""
+    if a.load_bin:
+        qfile = os.path.join(a.vault, ".pkm", "bench-queries.txt")
+        with open(qfile, "w") as f:
+            f.write("\n".join(queries) + "\n")
+        out = subprocess.run([a.load_bin, f"http://127.0.0.1:{port}/mcp", token, str(n), str(dur), qfile],
+                             check=True, capture_output=True, text=True).stdout
+        return round(json.loads(out)["calls_per_s"], 1)
+    clients = [HttpClient(port, token) for _ in range(n)]
+    for cl in clients:
+        cl.initialize()
+    counts, errors = [0] * n, []
+    start = threading.Barrier(n + 1)
+    stop_at = [0.0]
+
+    def worker(i):
+        rng = random.Random(i)
+        start.wait()
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            while time.perf_counter() < stop_at[0]:
+                clients[i].search(rng.choice(queries))
+                counts[i] += 1
+        except Exception as e:  # noqa: BLE001 - reported below, fails the run
+            errors.append(repr(e))
+
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    t0 = time.perf_counter()
+    stop_at[0] = t0 + dur
+    start.wait()
+    for t in ts:
+        t.join()
+    el = time.perf_counter() - t0
+    if errors:
+        raise RuntimeError(f"HTTP x{n}: {errors[0]}")
+    for cl in clients:
+        cl.conn.close()
+    return round(sum(counts) / el, 1)
+
+
+def start_redis():
+    """A `redis-server` on a free port without persistence; (process, URL)."""
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                             "--save", "", "--appendonly", "no"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t0 = time.perf_counter()
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as c:
+                c.sendall(b"PING\r\n")
+                if c.recv(16).startswith(b"+PONG"):
+                    return proc, f"redis://127.0.0.1:{port}"
+        except OSError:
+            pass
+        if time.perf_counter() - t0 > 10:
+            stop(proc)
+            raise RuntimeError("redis-server did not start")
+        time.sleep(0.05)
+
+
+def bench_http(a, res, queries):
+    token = subprocess.run([a.bin, "token", "create", "--vault", a.vault, "--name", f"bench-{os.getpid()}"],
+                           check=True, capture_output=True, text=True).stdout.strip()
+    dur = 2.0 if a.quick else 5.0
+    res["http_calls_per_s"] = {}
+    proc, port = start_http(a, token, queries)
+    try:
+        for n in (1, 8, 32):
+            res["http_calls_per_s"][str(n)] = http_load(a, port, token, queries, n, dur)
+            log(f"http x{n}: {res['http_calls_per_s'][str(n)]} calls/s")
+    finally:
+        stop(proc)
+    if not a.redis:
+        return
+    # Rate limits in a fleet's Redis against in this process's memory (issue #17): 32 clients,
+    # the two servers in turns (three rounds each), medians.
+    redis, url = start_redis()
+    try:
+        runs = {"memory": [], "redis": []}
+        for _ in range(1 if a.quick else 3):
+            for kind, extra in (("memory", ()), ("redis", ("--redis-url", url))):
+                proc, port = start_http(a, token, queries, extra)
+                try:
+                    runs[kind].append(http_load(a, port, token, queries, 32, dur))
+                finally:
+                    stop(proc)
+        res["http_limits_32"] = {k: round(statistics.median(v), 1) for k, v in runs.items()}
+        res["http_limits_32_runs"] = runs
+        log(f"http x32 limits in memory {res['http_limits_32']['memory']}, in Redis {res['http_limits_32']['redis']} calls/s")
+    finally:
+        stop(redis)
 
 
 def main():
@@ -599,6 +659,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer rounds and shorter HTTP runs")
     ap.add_argument("--out", help="write the JSON result here instead of stdout")
     ap.add_argument("--load-bin", help="HTTP load generator (examples/http_load); default: Python threads")
+    ap.add_argument("--redis", action="store_true",
+                    help="also HTTP at 32 clients with rate limits in a redis-server started here")
     ap.add_argument("--cold-baseline", metavar="BIN",
                     help="an older binary whose cold index alternates with this one's on this vault")
     ap.add_argument("--baseline", action="store_true",

@@ -23,6 +23,7 @@ const DOCS: &[&str] = &[
     "docs/guides/clients.md",
     "docs/guides/operating.md",
     "docs/guides/troubleshooting.md",
+    "docs/guides/deployment.md",
 ];
 
 /// Spellings of the binary in the docs.
@@ -126,7 +127,11 @@ fn http_status(port: u16, path: &str) -> Option<u16> {
     reply.split(' ').nth(1)?.parse().ok()
 }
 
-/// The temp path a docs spelling stands for: a vault (`VAULTS`), the folder of vaults
+/// The Redis the guides point at, and the URL of the one this test started instead.
+const DOCS_REDIS: &str = "redis://127.0.0.1:6379";
+static REDIS_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The temp path a docs spelling stands for (`redis://127.0.0.1:6379`: the test's Redis): a vault (`VAULTS`), the folder of vaults
 /// `/srv/vaults` (and its `work` and `home`, copies of the example vault), the token store
 /// `/srv/tokens.json`; `NAME=PATH` keeps its name.
 fn local_spelling(a: &str, vault: &Path) -> String {
@@ -147,6 +152,12 @@ fn local_spelling(a: &str, vault: &Path) -> String {
             }
         }
         return format!("{}{rest}", vaults.display());
+    }
+    if a == DOCS_REDIS {
+        return REDIS_URL
+            .get()
+            .expect("the docs test starts a Redis first")
+            .clone();
     }
     if a == "/srv/tokens.json" {
         return here.join("tokens.json").display().to_string();
@@ -207,6 +218,8 @@ fn run_server_command(what: &str, args: &[String], vault: &Path) {
 
 #[test]
 fn every_command_in_the_readme_and_guides_works() {
+    let redis = common::Redis::start();
+    REDIS_URL.get_or_init(|| redis.url());
     let dir = common::temp_example_vault();
     let vault = dir.path().join("vault");
     let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();

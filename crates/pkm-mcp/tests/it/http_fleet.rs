@@ -5,81 +5,18 @@
 //! session opened on one is served by the other, a revocation seen by one is seen by the other,
 //! and Redis killed mid-run gives what `--redis-fail` says, without a crash.
 
-use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common;
+use crate::common::{self, Redis};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stratum-mcp");
-
-/// A `redis-server` on a free loopback port, without persistence; killed on drop.
-struct Redis {
-    child: Child,
-    port: u16,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-impl Redis {
-    fn start() -> Redis {
-        Redis::start_on(free_port())
-    }
-
-    fn start_on(port: u16) -> Redis {
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed for the fleet tests (Debian: apt-get install redis-server)");
-        let redis = Redis { child, port };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !redis.answers_ping() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        redis
-    }
-
-    fn answers_ping(&self) -> bool {
-        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
-            return false;
-        };
-        let mut buf = [0u8; 7];
-        s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    fn kill(mut self) -> u16 {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.port
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A round-robin TCP proxy: each accepted connection goes to the next backend.
 struct Proxy {

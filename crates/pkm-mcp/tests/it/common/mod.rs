@@ -5,11 +5,13 @@
 #[path = "../../../../../tests/support/copy_dir.rs"]
 mod copy_dir;
 pub mod http;
+pub mod redis;
 pub mod stdio;
 
 pub use copy_dir::copy_dir;
 
 pub use http::*;
+pub use redis::Redis;
 
 /// Serializes the tests that start several server processes (the shared-vault tests, the crash
 /// harness): on a two-core machine their contention, not the servers, would decide whether an edit
