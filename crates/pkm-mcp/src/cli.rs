@@ -249,6 +249,10 @@ pub enum TokenCommand {
         store: TokenStoreArgs,
         /// The token's name.
         name: String,
+        /// Also tell this fleet's Redis, so that every instance refuses the token within a
+        /// second even where none runs on this copy of the store.
+        #[arg(long, env = "STRATUM_MCP_REDIS_URL", value_name = "redis://HOST:PORT")]
+        redis_url: Option<String>,
     },
 }
 
@@ -329,11 +333,23 @@ fn run_token(cmd: TokenCommand) -> Result<(), Exit> {
                 println!("{}\t{}\t{}", t.name, t.scopes.join(","), t.created_at);
             }
         }
-        TokenCommand::Revoke { store, name } => {
-            store_of(&store)?
+        TokenCommand::Revoke {
+            store,
+            name,
+            redis_url,
+        } => {
+            let hash = store_of(&store)?
                 .revoke(&name)
                 .map_err(|e| usage(e.to_string()))?;
             eprintln!("revoked {name}");
+            if let Some(url) = redis_url {
+                crate::http::Fleet::publish_revoked(&url, &hash).map_err(|e| {
+                    Exit(
+                        1,
+                        format!("revoked {name} in the store, but could not tell the fleet: {e}"),
+                    )
+                })?;
+            }
         }
     }
     Ok(())

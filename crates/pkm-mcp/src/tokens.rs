@@ -160,14 +160,15 @@ impl TokenStore {
         Ok(self.load()?.tokens)
     }
 
-    pub fn revoke(&self, name: &str) -> Result<(), TokenError> {
+    /// Removes the token named `name`; returns its hash (what a fleet's Redis is told).
+    pub fn revoke(&self, name: &str) -> Result<String, TokenError> {
         let mut file = self.load()?;
-        let before = file.tokens.len();
-        file.tokens.retain(|t| t.name != name);
-        if file.tokens.len() == before {
+        let Some(at) = file.tokens.iter().position(|t| t.name == name) else {
             return Err(TokenError::Unknown(name.to_owned()));
-        }
-        self.save(&file)
+        };
+        let gone = file.tokens.remove(at);
+        self.save(&file)?;
+        Ok(gone.sha256)
     }
 }
 

@@ -121,6 +121,20 @@ impl Fleet {
         })
     }
 
+    /// Adds a revoked token's hash to the fleet's set (`token revoke --redis-url`), without a
+    /// runtime: one connection, one `SADD`.
+    pub fn publish_revoked(url: &str, hash: &str) -> Result<(), String> {
+        let client = redis::Client::open(url).map_err(|e| format!("{url:?}: {e}"))?;
+        let mut c = client
+            .get_connection_with_timeout(Duration::from_secs(2))
+            .map_err(|e| format!("{url}: {e}"))?;
+        redis::cmd("SADD")
+            .arg(REVOKED)
+            .arg(hash)
+            .query::<()>(&mut c)
+            .map_err(|e| format!("{url}: {e}"))
+    }
+
     pub(super) fn is_up(&self) -> bool {
         self.up.load(Ordering::Relaxed)
     }

@@ -182,13 +182,14 @@ fn token(vault: &Path, store: &Path, name: &str) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
-fn revoke(vault: &Path, store: &Path, name: &str) {
+fn revoke(vault: &Path, store: &Path, name: &str, extra: &[&str]) {
     let out = Command::new(BIN)
         .args(["token", "revoke", "--vault"])
         .arg(vault)
         .arg("--token-store")
         .arg(store)
         .arg(name)
+        .args(extra)
         .output()
         .unwrap();
     assert!(
@@ -287,7 +288,11 @@ fn a_token_revoked_on_one_host_is_refused_by_the_other() {
     let (store_a, store_b) = (dir.path().join("a.json"), dir.path().join("b.json"));
     let t = token(&vault, &store_a, "laptop");
     let kept = token(&vault, &store_a, "ci");
+    let tablet = token(&vault, &store_a, "tablet");
     std::fs::copy(&store_a, &store_b).unwrap();
+    // A third copy, on a host where no instance runs.
+    let store_c = dir.path().join("c.json");
+    std::fs::copy(&store_a, &store_c).unwrap();
     let redis = Redis::start();
     let _a = Instance::start(&vault, &store_a, &redis.url(), &[]);
     let b = Instance::start(&vault, &store_b, &redis.url(), &[]);
@@ -297,7 +302,7 @@ fn a_token_revoked_on_one_host_is_refused_by_the_other() {
     // The instances read their stores every half second: let A see the token before it goes.
     std::thread::sleep(Duration::from_secs(1));
 
-    revoke(&vault, &store_a, "laptop");
+    revoke(&vault, &store_a, "laptop", &[]);
     let took = until("B refuses the token revoked on A's store", || {
         search(&b.url, &t, &on_b).status == 401
     });
@@ -315,6 +320,15 @@ fn a_token_revoked_on_one_host_is_refused_by_the_other() {
         200,
         "other tokens still work"
     );
+
+    // Revoked on a copy no instance reads, with --redis-url: the fleet is told directly.
+    let tablet_on_b = open(&b.url, &tablet);
+    assert_eq!(search(&b.url, &tablet, &tablet_on_b).status, 200);
+    revoke(&vault, &store_c, "tablet", &["--redis-url", &redis.url()]);
+    until("B refuses the token revoked with --redis-url", || {
+        search(&b.url, &tablet, &tablet_on_b).status == 401
+    });
+    assert_eq!(search(&b.url, &kept, &kept_on_b).status, 200);
 }
 
 #[test]
