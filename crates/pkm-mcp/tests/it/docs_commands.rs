@@ -10,7 +10,7 @@
 use crate::common;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -105,14 +105,6 @@ fn config_commands(v: &Value, out: &mut dyn FnMut(String)) {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// GET `path` on `port`; the status code, or `None` while nothing listens.
 fn http_status(port: u16, path: &str) -> Option<u16> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
@@ -180,7 +172,7 @@ fn run_server_command(what: &str, args: &[String], vault: &Path) {
         );
         server.kill9();
     } else if args.iter().any(|a| a == "--http") {
-        let port = free_port();
+        let port = common::free_port();
         match args.iter().position(|a| a == "--bind") {
             Some(i) => args[i + 1] = format!("127.0.0.1:{port}"),
             None => {

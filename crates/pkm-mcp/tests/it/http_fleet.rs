@@ -165,38 +165,34 @@ fn health(base: &str) -> (u16, Value) {
     (a.status, a.json)
 }
 
+/// `stratum-mcp token create` on the token store `store`; the token.
 fn token(vault: &Path, store: &Path, name: &str) -> String {
-    let out = Command::new(BIN)
-        .args(["token", "create", "--vault"])
-        .arg(vault)
-        .arg("--token-store")
-        .arg(store)
-        .args(["--name", name])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    let (vault, store) = (vault.to_str().unwrap(), store.to_str().unwrap());
+    common::cli([
+        "token",
+        "create",
+        "--vault",
+        vault,
+        "--token-store",
+        store,
+        "--name",
+        name,
+    ])
 }
 
+/// `stratum-mcp token revoke NAME` on the token store `store`, with `extra` arguments.
 fn revoke(vault: &Path, store: &Path, name: &str, extra: &[&str]) {
-    let out = Command::new(BIN)
-        .args(["token", "revoke", "--vault"])
-        .arg(vault)
-        .arg("--token-store")
-        .arg(store)
-        .arg(name)
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (vault, store) = (vault.to_str().unwrap(), store.to_str().unwrap());
+    let args = [
+        "token",
+        "revoke",
+        "--vault",
+        vault,
+        "--token-store",
+        store,
+        name,
+    ];
+    common::cli(args.iter().chain(extra));
 }
 
 fn vault(dir: &Path) -> PathBuf {

@@ -127,15 +127,6 @@ impl Drop for Provider {
     }
 }
 
-/// A free loopback port: the audience names the server's URL before the server starts.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// `stratum-mcp --http` with OAuth, as a child process, and a PAT of its token store.
 struct Server {
     child: Child,
@@ -160,7 +151,7 @@ impl Server {
             .unwrap();
         assert!(out.status.success(), "{out:?}");
         let pat = String::from_utf8(out.stdout).unwrap().trim().to_owned();
-        let port = free_port();
+        let port = common::free_port();
         let base = format!("http://127.0.0.1:{port}");
         let audience = format!("{base}/mcp");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_stratum-mcp"));

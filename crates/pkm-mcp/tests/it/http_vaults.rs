@@ -96,17 +96,7 @@ impl Server {
 
 /// `stratum-mcp token create`; the token.
 fn token(args: &[&str]) -> String {
-    let out = Command::new(BIN)
-        .args(["token", "create"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    common::cli(["token", "create"].iter().chain(args))
 }
 
 fn note(dir: &Path, name: &str, text: &str) {

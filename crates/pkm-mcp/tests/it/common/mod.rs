@@ -58,6 +58,30 @@ pub fn spawn_http(mut cmd: std::process::Command) -> (std::process::Child, Strin
     (child, url)
 }
 
+/// A free loopback port (bound and released: a server told to use it can start later).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Runs `stratum-mcp ARGS` to the end and returns its standard output, trimmed; fails the test
+/// with its standard error when it does not exit 0.
+pub fn cli<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stratum-mcp"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
 /// Stops a server process as a service manager would: SIGTERM, then [`reap`].
 pub fn terminate(child: &mut std::process::Child) {
     let pid = rustix::process::Pid::from_child(child);

@@ -1,7 +1,7 @@
 //! A real `redis-server` for the tests (Debian's package), on a free loopback port.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -11,17 +11,9 @@ pub struct Redis {
     port: u16,
 }
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl Redis {
     pub fn start() -> Redis {
-        Redis::start_on(free_port())
+        Redis::start_on(super::free_port())
     }
 
     pub fn start_on(port: u16) -> Redis {
