@@ -660,20 +660,10 @@ fn bad_command_lines_exit_2_with_one_line() {
 fn token_cli_prints_only_the_token_and_stores_only_its_hash() {
     let dir = tempfile::tempdir().unwrap();
     let bin = env!("CARGO_BIN_EXE_stratum-mcp");
-    let out = Command::new(bin)
-        .args(["token", "create", "--vault"])
-        .arg(dir.path())
-        .args(["--name", "laptop"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8(out.stdout).unwrap();
+    let vault = dir.path().to_str().unwrap();
+    let stdout = common::cli(["token", "create", "--vault", vault, "--name", "laptop"]);
     assert_eq!(stdout.lines().count(), 1);
-    let token = stdout.trim();
+    let token = stdout.as_str();
     assert_eq!(token.len(), 43);
     let store = std::fs::read_to_string(dir.path().join(".pkm/mcp-tokens.json")).unwrap();
     assert!(!store.contains(token));
