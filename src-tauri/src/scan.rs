@@ -39,8 +39,10 @@ pub struct ScanReport {
     pub skipped: Vec<(String, String)>,
 }
 
-/// Pages per store transaction and index batch.
-const CHUNK: usize = 512;
+/// Pages per store transaction and index batch. Small enough that the index thread starts soon
+/// and has little left after the last store write (cold 1k-note index, medians of 21 runs in
+/// turns: 250 ms at 512, 228 ms at 128; 10k: 2.06 s, 1.98 s).
+const CHUNK: usize = 128;
 
 struct FileFacts {
     path: VaultPath,
