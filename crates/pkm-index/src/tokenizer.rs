@@ -99,9 +99,8 @@ const NORMALIZED_WORDS: usize = 1 << 16;
 /// [`LowerCaser`], Snowball [`Stemmer`] and [`AsciiFoldingFilter`], remembering the result for
 /// each word as written. A vault's vocabulary is small next to its word count, and a Snowball
 /// stem costs ~300 ns; the cache made stemming nearly free at indexing time (measured on the
-/// 10k-note bench vault: +55 % CPU for a cold index with the plain stemmer), and one lookup for
-/// the three steps instead of three filters per word took ~10 % off the 1k-note cold index. The
-/// cache lives in the analyzer's copy, one per indexing segment or search.
+/// 10k-note bench vault: +55 % CPU for a cold index with the plain stemmer); one lookup serves
+/// the three steps. The cache lives in the analyzer's copy, one per indexing segment or search.
 #[derive(Clone)]
 pub(crate) struct Normalizer {
     /// The three filters over a [`RawTokenizer`]: runs only on a word not in `cache`.
