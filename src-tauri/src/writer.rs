@@ -22,8 +22,12 @@ use pkm_core::{KbError, KbResult};
 use crate::app::App;
 use crate::convert::Prepared;
 
-/// A unit of work for the writer thread.
-pub(crate) type Job = Box<dyn FnOnce(&App) + Send>;
+/// A unit of work for the writer thread. What it returns is run once the writer has let go of
+/// the app: the answer to a caller who waits for it ([`App::on_writer`]).
+pub(crate) type Job = Box<dyn FnOnce(&App) -> Option<Reply> + Send>;
+
+/// Hands a job's answer to the caller waiting for it.
+pub(crate) type Reply = Box<dyn FnOnce() + Send>;
 
 thread_local! {
     /// True on a writer thread: a job that asks for writer work runs it inline instead of
@@ -40,8 +44,16 @@ pub(crate) fn spawn(app: Weak<App>, jobs: Receiver<Job>) -> std::io::Result<()> 
             ON_WRITER.with(|w| w.set(true));
             while let Ok(job) = jobs.recv() {
                 let Some(app) = app.upgrade() else { break };
-                if std::panic::catch_unwind(AssertUnwindSafe(|| job(&app))).is_err() {
-                    tracing::error!("a writer job panicked; the writer goes on with the next one");
+                let reply = std::panic::catch_unwind(AssertUnwindSafe(|| job(&app)));
+                // Let go before answering: a caller that then drops the last handle closes the
+                // vault (and frees its lead) at once, not whenever this thread gets to it.
+                drop(app);
+                match reply {
+                    Ok(Some(reply)) => reply(),
+                    Ok(None) => {}
+                    Err(_) => tracing::error!(
+                        "a writer job panicked; the writer goes on with the next one"
+                    ),
                 }
             }
         })
@@ -65,7 +77,11 @@ impl App {
             job(self);
             return;
         }
-        if self.jobs.send(Box::new(job)).is_err() {
+        let job: Job = Box::new(move |app| {
+            job(app);
+            None
+        });
+        if self.jobs.send(job).is_err() {
             tracing::error!("the writer thread is gone; a queued update was dropped");
         }
     }
@@ -88,8 +104,12 @@ impl App {
                 .compare_exchange(PENDING, RUNNING, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
-                let _ = tx.send(f(app));
+                let answer = f(app);
+                return Some(Box::new(move || {
+                    let _ = tx.send(answer);
+                }) as Reply);
             }
+            None
         });
         self.jobs
             .send(job)

@@ -299,3 +299,20 @@ fn a_second_app_on_the_same_vault_is_refused() {
         err.message
     );
 }
+
+#[test]
+fn dropping_the_last_handle_frees_the_vault_at_once() {
+    // The writer answers a write only after it has let go of the app; otherwise the caller's
+    // drop is not the last one and the next open races the writer for the vault's lead.
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..200 {
+        let app = open(dir.path(), AppConfig::default());
+        let p = VaultPath::parse(app.vault(), "n.md").unwrap();
+        page::save_page(&app, &p, &format!("- round {i}\n"), None).unwrap();
+        drop(app);
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("n.md")).unwrap(),
+        "- round 199\n"
+    );
+}
