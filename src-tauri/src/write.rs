@@ -80,6 +80,19 @@ fn io_error(what: &str, path: &VaultPath, e: &std::io::Error) -> KbError {
         .with_hint("The note was left as it was before this call. Fix the cause and retry.")
 }
 
+/// The name of the temp file a save of note `name` writes first: a dot-name (scans and listings
+/// never take it for a note), unique, and within the 255 bytes a file name may have however long
+/// the note's name is (its start is kept, cut at a character boundary).
+fn temp_name(name: &str) -> OsString {
+    const SUFFIX_BYTES: usize = ".".len() + 32 + ".tmp".len();
+    let mut keep = pkm_core::path::SEGMENT_MAX_BYTES - ".".len() - SUFFIX_BYTES;
+    while !name.is_char_boundary(keep.min(name.len())) {
+        keep -= 1;
+    }
+    let start = &name[..keep.min(name.len())];
+    OsString::from(format!(".{start}.{}.tmp", uuid::Uuid::new_v4().simple()))
+}
+
 impl App {
     /// Installs a hook that may fail any step of a save. For fault-injection tests only: the
     /// seam exists with the `test-support` feature, which only the tests turn on.
@@ -113,9 +126,7 @@ impl App {
         exact: Option<SystemTime>,
     ) -> std::io::Result<SystemTime> {
         let folder = self.root.parent(path.as_str(), true)?;
-        let name = folder.name().to_string_lossy().into_owned();
-        // A dot-name: scans and listings never take a temp file for a note.
-        let tmp = OsString::from(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+        let tmp = temp_name(&folder.name().to_string_lossy());
         let result = (|| {
             self.step(Step::TempCreate)?;
             let mut f = folder.create_new(&tmp)?;

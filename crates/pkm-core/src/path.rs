@@ -12,6 +12,10 @@ use crate::vault::Vault;
 /// `MCP_PATH_MAX` of contract §11.
 pub const PATH_MAX_CHARS: usize = 4096;
 
+/// The longest file or folder name, in bytes, that the common file systems take (ext4, btrfs,
+/// xfs, APFS in ASCII): a longer segment in a caller's path names no note that can exist.
+pub const SEGMENT_MAX_BYTES: usize = 255;
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
     #[error("path is empty")]
@@ -32,6 +36,8 @@ pub enum PathError {
     NotMarkdown,
     #[error("path leads outside the vault through a symbolic link")]
     Escapes,
+    #[error("path has a file or folder name longer than {SEGMENT_MAX_BYTES} bytes")]
+    NameTooLong,
 }
 
 /// A safe, vault-relative, `/`-separated path to a `.md` note.
@@ -78,11 +84,18 @@ impl VaultPath {
         Ok(VaultPath(input.to_owned()))
     }
 
-    /// Checks user input: the lexical rules, then containment on disk. The deepest existing
-    /// ancestor (the file itself when it exists) is canonicalised and must stay inside the
-    /// vault and outside `.pkm/`, so a symlink cannot lead a read or a write elsewhere.
+    /// Checks user input: the lexical rules, names of at most [`SEGMENT_MAX_BYTES`], then
+    /// containment on disk. The deepest existing ancestor (the file itself when it exists) is
+    /// canonicalised and must stay inside the vault and outside `.pkm/`, so a symlink cannot lead
+    /// a read or a write elsewhere.
+    ///
+    /// The name length is checked here and not in [`VaultPath::lexical`]: a file the scan finds
+    /// exists, whatever its name's length on the file system it lives on.
     pub fn parse(vault: &Vault, input: &str) -> Result<VaultPath, PathError> {
         let vp = Self::lexical(input)?;
+        if input.split('/').any(|seg| seg.len() > SEGMENT_MAX_BYTES) {
+            return Err(PathError::NameTooLong);
+        }
         let mut probe: PathBuf = vault.abs(&vp);
         loop {
             match probe.canonicalize() {
@@ -258,6 +271,33 @@ mod tests {
             VaultPath::parse(&vault, "dangling.md"),
             Err(PathError::Escapes)
         );
+    }
+
+    #[test]
+    fn a_caller_cannot_name_a_file_longer_than_the_file_system_takes() {
+        let dir = tempfile::tempdir().unwrap();
+        let vault = Vault::open(dir.path()).unwrap();
+        let name = |bytes: usize| format!("{}.md", "a".repeat(bytes - 3));
+        let longest = format!("f/{}", name(SEGMENT_MAX_BYTES));
+        assert_eq!(
+            VaultPath::parse(&vault, &longest).map(|p| p.as_str().to_owned()),
+            Ok(longest.clone())
+        );
+        // The file it names can be created: the limit is the file system's.
+        std::fs::create_dir(dir.path().join("f")).unwrap();
+        std::fs::write(dir.path().join(&longest), "- x\n").unwrap();
+        for long in [
+            name(SEGMENT_MAX_BYTES + 1),
+            format!("{}/a.md", "d".repeat(SEGMENT_MAX_BYTES + 1)),
+            // 88 characters, 258 bytes in UTF-8.
+            format!("{}.md", "東".repeat(85)),
+        ] {
+            assert_eq!(
+                VaultPath::parse(&vault, &long),
+                Err(PathError::NameTooLong),
+                "{long}"
+            );
+        }
     }
 
     #[test]

@@ -316,3 +316,29 @@ fn dropping_the_last_handle_frees_the_vault_at_once() {
         "- round 199\n"
     );
 }
+
+#[test]
+fn a_note_with_the_longest_name_a_file_may_have_is_saved_and_read_back() {
+    // The save's temp file sits beside the note under a longer name; it must still fit.
+    let dir = tempfile::tempdir().unwrap();
+    let app = open(dir.path(), AppConfig::default());
+    for name in [
+        format!("{}.md", "a".repeat(252)),
+        // 84 three-byte characters: 255 bytes.
+        format!("deep/{}.md", "東".repeat(84)),
+    ] {
+        assert_eq!(name.rsplit('/').next().unwrap().len(), 255);
+        let p = VaultPath::parse(app.vault(), &name).unwrap();
+        page::save_page(&app, &p, "- first\n", None).unwrap();
+        let saved = page::save_page(&app, &p, "- second\n", None).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(&name)).unwrap(),
+            "- second\n"
+        );
+        assert_eq!(
+            page::open_page(&app, &p).unwrap().modified_at,
+            saved.modified_at
+        );
+    }
+    assert_eq!(temp_files(dir.path()), Vec::<String>::new());
+}
