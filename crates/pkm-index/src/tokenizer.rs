@@ -111,19 +111,23 @@ pub(crate) struct Normalizer {
 
 impl Normalizer {
     fn new(language: SearchLanguage) -> Normalizer {
+        Normalizer {
+            steps: Normalizer::steps(language),
+            cache: HashMap::default(),
+        }
+    }
+
+    /// The three filters, uncached, over a [`RawTokenizer`] (the whole input is one word).
+    fn steps(language: SearchLanguage) -> TextAnalyzer {
         let lowercase = TextAnalyzer::builder(RawTokenizer::default())
             .filter(LowerCaser)
             .dynamic();
-        let steps = match language.0 {
+        match language.0 {
             Some(language) => lowercase.filter_dynamic(Stemmer::new(language)),
             None => lowercase,
         }
         .filter_dynamic(AsciiFoldingFilter)
-        .build();
-        Normalizer {
-            steps,
-            cache: HashMap::default(),
-        }
+        .build()
     }
 
     /// Replaces `word` with its indexed form.
@@ -393,15 +397,7 @@ mod tests {
         for language in ["english", "german", "none"] {
             let language = SearchLanguage::from_name(language).unwrap();
             let mut cached = Normalizer::new(language);
-            let plain = TextAnalyzer::builder(RawTokenizer::default())
-                .filter(LowerCaser)
-                .dynamic();
-            let mut plain = match language.0 {
-                Some(language) => plain.filter_dynamic(Stemmer::new(language)),
-                None => plain,
-            }
-            .filter_dynamic(AsciiFoldingFilter)
-            .build();
+            let mut plain = Normalizer::steps(language);
             for _ in 0..2 {
                 for word in ["References", "running", "ALIAS", "Häuser", "Été", "東", ""] {
                     let mut got = word.to_owned();
