@@ -50,15 +50,6 @@ struct FileFacts {
     size: u64,
 }
 
-/// Whether `name` is one of the write path's temp files (`.<note>.<32 hex>.tmp`).
-fn is_write_temp(name: &str) -> bool {
-    name.starts_with('.')
-        && name
-            .strip_suffix(".tmp")
-            .and_then(|s| s.rsplit_once('.'))
-            .is_some_and(|(_, hex)| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-}
-
 /// The version of the rules that turn a note into records; bump it when they change what a
 /// stored note holds, so that vaults indexed before are read again in full once.
 /// 3: a byte-order mark no longer hides a Logseq page's properties.
@@ -101,7 +92,7 @@ fn list_files(app: &App) -> (Vec<FileFacts>, Vec<(String, String)>) {
                 .file_name()
                 .map(|n| n.to_string_lossy())
                 .unwrap_or_default();
-            if e.facts.kind == Kind::File && is_write_temp(&name) {
+            if e.facts.kind == Kind::File && crate::write::is_temp_name(&name) {
                 if let Err(err) = app.root.remove_file(&crate::beneath::shown(&e.rel)) {
                     tracing::warn!(error = %err, "cannot remove a stale temp file");
                 }
@@ -523,19 +514,4 @@ fn apply_chunk(
             && (ctx.known.contains_key(path) || ctx.lagging.contains(path))
     })?;
     Ok(batch.len())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn recognises_only_write_temp_files() {
-        assert!(super::is_write_temp(
-            ".note.md.0123456789abcdef0123456789abcdef.tmp"
-        ));
-        assert!(!super::is_write_temp(
-            "note.md.0123456789abcdef0123456789abcdef.tmp"
-        ));
-        assert!(!super::is_write_temp(".note.md.tmp"));
-        assert!(!super::is_write_temp(".hidden.md"));
-    }
 }

@@ -80,17 +80,29 @@ fn io_error(what: &str, path: &VaultPath, e: &std::io::Error) -> KbError {
         .with_hint("The note was left as it was before this call. Fix the cause and retry.")
 }
 
-/// The name of the temp file a save of note `name` writes first: a dot-name (scans and listings
-/// never take it for a note), unique, and within the 255 bytes a file name may have however long
-/// the note's name is (its start is kept, cut at a character boundary).
+/// The name of the temp file a save of note `name` writes first: `.<start of name>.<32 hex>.tmp`,
+/// a dot-name (scans and listings never take it for a note), unique, and within the 255 bytes a
+/// file name may have however long the note's name is (its start is cut at a char boundary).
 fn temp_name(name: &str) -> OsString {
-    const SUFFIX_BYTES: usize = ".".len() + 32 + ".tmp".len();
-    let mut keep = pkm_core::path::SEGMENT_MAX_BYTES - ".".len() - SUFFIX_BYTES;
-    while !name.is_char_boundary(keep.min(name.len())) {
+    let mut keep = (pkm_core::path::SEGMENT_MAX_BYTES - ".".len() - ".".len() - 32 - ".tmp".len())
+        .min(name.len());
+    while !name.is_char_boundary(keep) {
         keep -= 1;
     }
-    let start = &name[..keep.min(name.len())];
-    OsString::from(format!(".{start}.{}.tmp", uuid::Uuid::new_v4().simple()))
+    OsString::from(format!(
+        ".{}.{}.tmp",
+        &name[..keep],
+        uuid::Uuid::new_v4().simple()
+    ))
+}
+
+/// Whether `name` is one of [`temp_name`]'s, left behind by a save that was cut short.
+pub(crate) fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.')
+        && name
+            .strip_suffix(".tmp")
+            .and_then(|s| s.rsplit_once('.'))
+            .is_some_and(|(_, hex)| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 impl App {
@@ -416,6 +428,27 @@ impl App {
                 Outcome::Deleted => h.on_delete(path.as_str()),
                 Outcome::Unchanged => {}
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_temp_name, temp_name};
+
+    #[test]
+    fn recognises_only_write_temp_files() {
+        assert!(is_temp_name(
+            ".note.md.0123456789abcdef0123456789abcdef.tmp"
+        ));
+        assert!(!is_temp_name(
+            "note.md.0123456789abcdef0123456789abcdef.tmp"
+        ));
+        assert!(!is_temp_name(".note.md.tmp"));
+        assert!(!is_temp_name(".hidden.md"));
+        for name in ["note.md".to_owned(), "東".repeat(85)] {
+            let tmp = temp_name(&name).into_string().unwrap();
+            assert!(is_temp_name(&tmp) && tmp.len() <= 255, "{tmp}");
         }
     }
 }
