@@ -105,6 +105,20 @@ fn initialize_announces_the_pinned_revision() {
     let _ = child.wait();
 }
 
+/// The server runs on regular pages: with transparent huge pages, the kernel zeroed a 2 MiB page
+/// at the first touch of each of the allocator's arenas (a sixth of a cold index's CPU).
+#[test]
+fn the_server_asks_the_kernel_for_no_transparent_huge_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let status = std::fs::read_to_string(format!("/proc/{}/status", s.pid())).unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("THP_enabled:"))
+        .unwrap_or_else(|| panic!("no THP_enabled line in {status}"));
+    assert_eq!(line.split_whitespace().nth(1), Some("0"), "{line}");
+}
+
 fn output_validator(tool: &str) -> jsonschema::Validator {
     let v: Value = serde_json::from_str(
         &std::fs::read_to_string(schema_dir().join(format!("output/{tool}.json"))).unwrap(),

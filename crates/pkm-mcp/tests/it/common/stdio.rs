@@ -62,6 +62,11 @@ impl Server {
         (s, init)
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The `stratum-mcp --stdio` command line on `vault`, its log to this test's stderr.
     pub fn command(vault: &Path) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_stratum-mcp"));
