@@ -28,8 +28,8 @@ use tantivy::{
 
 use crate::error::IndexError;
 use crate::query::{
-    Clause, MATCHINGS, NOTE_KIND, SearchFields, block_query, clauses, exact_key, field_query,
-    note_query, words_in_content,
+    BlockScorer, BlockWords, Clause, MATCHINGS, NOTE_KIND, SearchFields, clauses,
+    documents_of_notes, exact_key, field_query, note_query, words_in_text,
 };
 use crate::tokenizer::{ANALYZER_NAME, SearchLanguage, analyze, analyzer};
 
@@ -40,7 +40,7 @@ pub const MAX_SCORE_MATCHES: usize = 5000;
 /// Version of everything that decides what the index holds: the schema *and* the analyzer. Bump it
 /// whenever either changes, so that an index built by an older binary is reported as
 /// [`IndexError::SchemaMismatch`] and rebuilt, instead of silently answering with stale tokens.
-pub const SCHEMA_VERSION: &str = "pkm-index/4";
+pub const SCHEMA_VERSION: &str = "pkm-index/5";
 
 /// File in the index directory holding [`SCHEMA_VERSION`] and the search language. Tantivy's garbage collector only
 /// deletes files it created itself, so it leaves this one alone.
@@ -49,9 +49,6 @@ const VERSION_FILE: &str = "pkm-schema-version";
 /// Writer memory budget. Measured on a 10k-note rebuild (2 cores): 30 MB flushes 4 segments while
 /// the store is still being written, 2.9 s; 120 MB leaves one large flush for the end, 3.4 s.
 const WRITER_MEMORY_BYTES: usize = 30_000_000;
-
-/// Blocks of a hit note looked at for one that is not empty (see [`IndexEngine::search`]).
-const BLOCKS_TRIED: usize = 4;
 
 /// Approximate length of a snippet, in bytes of the block's text.
 const SNIPPET_MAX_BYTES: usize = 160;
@@ -131,22 +128,17 @@ fn build_schema() -> Schema {
     builder.add_text_field(BLOCK_ID, STORED | FAST);
     builder.add_text_field(PAGE_PATH, STRING | STORED | FAST);
     builder.add_text_field("kind", STRING);
-    builder.add_text_field(CONTENT, text.clone().set_stored());
+    // A block's text is stored, not indexed: its words are indexed once, in its note's `body`.
+    // Indexing them a second time per block doubled the analysis and the postings of a cold index
+    // (+20 % time); the best block of a hit is picked from the few blocks of a page of hits.
+    builder.add_text_field(CONTENT, STORED);
     builder.add_text_field("tags", STRING);
     builder.add_u64_field(POSITION, FAST);
-    // The note document: names with positions (phrases in titles), the whole text without them
-    // (a note matches when its words are spread over blocks; phrases are checked per block), so
-    // the note documents add term frequencies, not a second copy of every position.
-    builder.add_text_field("name", text);
+    // The note document: names and the text of every block (one value each), with positions
+    // (phrases in titles and within a block).
+    builder.add_text_field("name", text.clone());
     builder.add_text_field("name_exact", STRING);
-    builder.add_text_field(
-        "body",
-        TextOptions::default().set_indexing_options(
-            TextFieldIndexing::default()
-                .set_tokenizer(ANALYZER_NAME)
-                .set_index_option(IndexRecordOption::WithFreqs),
-        ),
-    );
+    builder.add_text_field("body", text);
     builder.build()
 }
 
@@ -198,6 +190,10 @@ pub struct IndexEngine {
     reader: IndexReader,
     fields: Fields,
     analyzer: TextAnalyzer,
+    /// Copies of `analyzer` whose stemming caches searches keep warm: a search takes one (or a new
+    /// copy) and gives it back. Analyzing the blocks of a page of hits with a cold cache was most
+    /// of a search's time.
+    warm: Mutex<Vec<TextAnalyzer>>,
     language: SearchLanguage,
 }
 
@@ -281,12 +277,13 @@ impl IndexEngine {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(unreadable)?;
-        let analyzer = index.tokenizer_for_field(fields.search.content)?;
+        let analyzer = index.tokenizer_for_field(fields.search.body)?;
         Ok(IndexEngine {
             writer: Mutex::new(writer),
             reader,
             fields,
             analyzer,
+            warm: Mutex::new(Vec::new()),
             language,
         })
     }
@@ -442,7 +439,7 @@ impl IndexEngine {
         limit: usize,
         offset: usize,
     ) -> Result<SearchPage, IndexError> {
-        let mut analyzer = self.analyzer.clone();
+        let mut analyzer = self.take_analyzer();
         let clauses = clauses(&mut analyzer, query);
         if clauses.is_empty() {
             return Ok(SearchPage::default());
@@ -450,14 +447,6 @@ impl IndexEngine {
         let exact = exact_key(&mut analyzer, query);
         let searcher = self.reader.searcher();
         let fields = &self.fields.search;
-        let phrase_notes = clauses
-            .iter()
-            .map(|clause| {
-                (clause.terms.len() > 1)
-                    .then(|| notes_matching(&searcher, &*field_query(fields.content, clause)))
-                    .transpose()
-            })
-            .collect::<Result<Vec<_>, _>>()?;
         let end = offset.saturating_add(limit).min(MAX_SCORE_MATCHES);
         let order = (
             (SortBySimilarityScore, Order::Desc),
@@ -465,7 +454,7 @@ impl IndexEngine {
         );
         let mut last = (0, Vec::new(), MATCHINGS[0]);
         for matching in MATCHINGS {
-            let notes = note_query(fields, &clauses, &phrase_notes, &exact, matching);
+            let notes = note_query(fields, &clauses, &exact, matching);
             let (total, found) = if offset < end {
                 let top = TopDocs::for_doc_range(offset..end).order_by(order.clone());
                 searcher.search(&*notes, &(Count, top))?
@@ -478,7 +467,7 @@ impl IndexEngine {
             }
         }
         let (total, found, matching) = last;
-        let highlight = words_in_content(fields.content, &clauses, matching);
+        let highlight = words_in_text(fields.body, &clauses, matching);
         let snippets = self.snippet_generator(&searcher, &*highlight)?;
         let mut notes = Vec::with_capacity(found.len());
         for ((score, _), note) in found {
@@ -487,34 +476,39 @@ impl IndexEngine {
                     .map(|path| (score, path)),
             );
         }
-        let best = block_query(
-            fields,
-            notes.iter().map(|(_, p)| p.as_str()),
-            &clauses,
-            matching,
-        );
-        let mut blocks = searcher.search(&*best, &BestBlocks)?;
+        let note_count = searcher.doc_freq(&Term::from_field_text(fields.kind, NOTE_KIND))? as f32;
+        let rarity = |term: &str| {
+            let with = searcher
+                .doc_freq(&Term::from_field_text(fields.body, term))
+                .unwrap_or(0) as f32;
+            (1.0 + (note_count - with + 0.5) / (with + 0.5)).ln()
+        };
+        let scorer = BlockScorer::new(&clauses, matching, rarity);
+        let mut blocks = self.blocks_of(&searcher, notes.iter().map(|(_, p)| p.as_str()))?;
         let mut hits = Vec::with_capacity(notes.len());
         for (score, page_path) in notes {
-            // The best block; when only a name matched, that is the first block, unless it is
-            // empty (a properties-only first block): then the next one that says something.
-            let mut chosen = None;
-            for block in blocks.remove(&page_path).unwrap_or_default() {
-                let hit = self.hit(&searcher, block.address, score, Some(&snippets))?;
-                let said = !hit.content.trim().is_empty();
-                if chosen.is_none() || said {
-                    chosen = Some(hit);
-                }
-                if said {
-                    break;
-                }
-            }
-            hits.extend(chosen);
+            let blocks = blocks.remove(&page_path).unwrap_or_default();
+            hits.extend(
+                best_block(&mut analyzer, &scorer, blocks)
+                    .map(|block| block.into_hit(score, Some(&snippets))),
+            );
         }
+        self.give_back(analyzer);
         Ok(SearchPage {
             hits,
             total: total.min(MAX_SCORE_MATCHES),
         })
+    }
+
+    fn take_analyzer(&self) -> TextAnalyzer {
+        self.warm
+            .lock()
+            .pop()
+            .unwrap_or_else(|| self.analyzer.clone())
+    }
+
+    fn give_back(&self, analyzer: TextAnalyzer) {
+        self.warm.lock().push(analyzer);
     }
 
     /// The page path a document is indexed under.
@@ -563,15 +557,36 @@ impl IndexEngine {
     /// folded), in page-path and block order, at most `limit`; every score is 1.0. Used to find
     /// unlinked mentions of a page's title or aliases. A phrase without words finds nothing.
     pub fn search_phrase(&self, phrase: &str, limit: usize) -> Result<Vec<Hit>, IndexError> {
-        let mut analyzer = self.analyzer.clone();
-        let phrase = Clause::phrase(analyze(&mut analyzer, phrase));
-        if phrase.terms.is_empty() {
+        let mut analyzer = self.take_analyzer();
+        let phrase = [Clause::phrase(analyze(&mut analyzer, phrase))];
+        if phrase[0].terms.is_empty() {
             return Ok(Vec::new());
         }
-        let query = field_query(self.fields.search.content, &phrase);
+        let scorer = BlockScorer::new(&phrase, MATCHINGS[0], |_| 1.0);
+        let query = field_query(self.fields.search.body, &phrase[0]);
         let searcher = self.reader.searcher();
         let snippets = self.snippet_generator(&searcher, &*query)?;
-        Ok(self.in_page_order(&*query, limit, 0, Some(&snippets))?.hits)
+        let limit = limit.min(MAX_SCORE_MATCHES);
+        let mut hits = Vec::new();
+        // The notes that hold the phrase in a block, then which of their blocks do.
+        for page_path in notes_matching(&searcher, &*query)? {
+            if hits.len() >= limit {
+                break;
+            }
+            let blocks = self
+                .blocks_of(&searcher, [page_path.as_str()])?
+                .remove(&page_path)
+                .unwrap_or_default();
+            for block in blocks {
+                if hits.len() < limit
+                    && scorer.all_occur(&scorer.words(&mut analyzer, &block.content))
+                {
+                    hits.push(block.into_hit(1.0, Some(&snippets)));
+                }
+            }
+        }
+        self.give_back(analyzer);
+        Ok(hits)
     }
 
     fn in_page_order(
@@ -610,7 +625,7 @@ impl IndexEngine {
         searcher: &Searcher,
         query: &dyn Query,
     ) -> Result<SnippetGenerator, IndexError> {
-        let mut generator = SnippetGenerator::create(searcher, query, self.fields.search.content)?;
+        let mut generator = SnippetGenerator::create(searcher, query, self.fields.search.body)?;
         generator.set_max_num_chars(SNIPPET_MAX_BYTES);
         Ok(generator)
     }
@@ -622,6 +637,16 @@ impl IndexEngine {
         score: f32,
         snippets: Option<&SnippetGenerator>,
     ) -> Result<Hit, IndexError> {
+        Ok(self
+            .stored_block(searcher, address)?
+            .into_hit(score, snippets))
+    }
+
+    fn stored_block(
+        &self,
+        searcher: &Searcher,
+        address: DocAddress,
+    ) -> Result<StoredBlock, IndexError> {
         let doc: TantivyDocument = searcher.doc(address)?;
         let text = |field: Field| {
             doc.get_first(field)
@@ -629,18 +654,30 @@ impl IndexEngine {
                 .unwrap_or_default()
                 .to_owned()
         };
-        let content = text(self.fields.search.content);
-        let snippet = match snippets {
-            Some(generator) => render_snippet(&generator.snippet(&content), &content),
-            None => lead(&content),
-        };
-        Ok(Hit {
+        Ok(StoredBlock {
             block_id: text(self.fields.block_id),
             page_path: text(self.fields.search.page_path),
-            content,
-            snippet,
-            score,
+            content: text(self.fields.search.content),
         })
+    }
+
+    /// The blocks of the notes at `page_paths`, each note's in block order.
+    fn blocks_of<'a>(
+        &self,
+        searcher: &Searcher,
+        page_paths: impl IntoIterator<Item = &'a str>,
+    ) -> Result<HashMap<String, Vec<StoredBlock>>, IndexError> {
+        let query = documents_of_notes(&self.fields.search, page_paths);
+        let mut out = HashMap::new();
+        for (page_path, mut blocks) in searcher.search(&*query, &NoteBlocks)? {
+            blocks.sort_unstable_by_key(|(position, _)| *position);
+            let blocks = blocks
+                .into_iter()
+                .map(|(_, address)| self.stored_block(searcher, address))
+                .collect::<Result<Vec<_>, _>>()?;
+            out.insert(page_path, blocks);
+        }
+        Ok(out)
     }
 
     /// Number of searchable block docs as of the last commit (note documents not counted).
@@ -756,54 +793,79 @@ impl SegmentCollector for SegmentPagePaths {
     }
 }
 
-/// A block a search may point at, ranked within its note.
-#[derive(Clone, Copy)]
-struct RankedBlock {
-    score: Score,
-    position: u64,
-    address: DocAddress,
+/// A block as stored: what a hit shows.
+struct StoredBlock {
+    block_id: String,
+    page_path: String,
+    content: String,
 }
 
-impl RankedBlock {
-    /// Best first: score descending, then position in the note ascending.
-    fn order(a: &RankedBlock, b: &RankedBlock) -> std::cmp::Ordering {
-        b.score
-            .total_cmp(&a.score)
-            .then(a.position.cmp(&b.position))
+impl StoredBlock {
+    fn into_hit(self, score: f32, snippets: Option<&SnippetGenerator>) -> Hit {
+        let snippet = match snippets {
+            Some(generator) => render_snippet(&generator.snippet(&self.content), &self.content),
+            None => lead(&self.content),
+        };
+        Hit {
+            block_id: self.block_id,
+            page_path: self.page_path,
+            content: self.content,
+            snippet,
+            score,
+        }
     }
 }
 
-/// Keeps `block` among the best [`BLOCKS_TRIED`] of `ranked`, in order.
-fn keep_best(ranked: &mut Vec<RankedBlock>, block: RankedBlock) {
-    let at = ranked
-        .partition_point(|kept| RankedBlock::order(kept, &block) != std::cmp::Ordering::Greater);
-    if at < BLOCKS_TRIED {
-        ranked.insert(at, block);
-        ranked.truncate(BLOCKS_TRIED);
-    }
+/// The block a hit points at: the best-scoring, the first among equals; an empty block (a
+/// properties-only first block) only when no block says anything. When only the note's name
+/// matched, every block scores zero: that is the first block that says something.
+fn best_block(
+    analyzer: &mut TextAnalyzer,
+    scorer: &BlockScorer<'_>,
+    blocks: Vec<StoredBlock>,
+) -> Option<StoredBlock> {
+    let words: Vec<BlockWords> = blocks
+        .iter()
+        .map(|b| scorer.words(analyzer, &b.content))
+        .collect();
+    let average =
+        words.iter().map(BlockWords::len).sum::<usize>() as f32 / words.len().max(1) as f32;
+    let mut ranked: Vec<(Score, usize)> = words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (scorer.score(w, average), i))
+        .collect();
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let said = |i: &usize| blocks.get(*i).is_some_and(|b| !b.content.trim().is_empty());
+    let chosen = ranked
+        .iter()
+        .map(|(_, i)| *i)
+        .find(said)
+        .or_else(|| ranked.first().map(|(_, i)| *i))?;
+    blocks.into_iter().nth(chosen)
 }
 
-/// Collects, per page path, the best [`BLOCKS_TRIED`] matching blocks in [`RankedBlock::order`]:
-/// one pass for every hit of a search page instead of one query per hit.
-struct BestBlocks;
+/// Collects, per page path, the position and address of each matching block (note documents
+/// left out): the blocks of the notes a search page shows, in one pass.
+struct NoteBlocks;
 
-struct SegmentBestBlocks {
+struct SegmentNoteBlocks {
     segment: SegmentOrdinal,
     paths: Option<StrColumn>,
     positions: Column<u64>,
-    by_path_ord: HashMap<u64, Vec<RankedBlock>>,
+    by_path_ord: HashMap<u64, Vec<(u64, DocAddress)>>,
 }
 
-impl Collector for BestBlocks {
-    type Fruit = HashMap<String, Vec<RankedBlock>>;
-    type Child = SegmentBestBlocks;
+impl Collector for NoteBlocks {
+    type Fruit = HashMap<String, Vec<(u64, DocAddress)>>;
+    type Child = SegmentNoteBlocks;
 
     fn for_segment(
         &self,
         segment: SegmentOrdinal,
         reader: &tantivy::SegmentReader,
-    ) -> tantivy::Result<SegmentBestBlocks> {
-        Ok(SegmentBestBlocks {
+    ) -> tantivy::Result<SegmentNoteBlocks> {
+        Ok(SegmentNoteBlocks {
             segment,
             paths: reader.fast_fields().str(PAGE_PATH)?,
             positions: reader.fast_fields().u64(POSITION)?,
@@ -812,40 +874,39 @@ impl Collector for BestBlocks {
     }
 
     fn requires_scoring(&self) -> bool {
-        true
+        false
     }
 
     fn merge_fruits(
         &self,
-        fruits: Vec<HashMap<String, Vec<RankedBlock>>>,
-    ) -> tantivy::Result<HashMap<String, Vec<RankedBlock>>> {
-        let mut merged: HashMap<String, Vec<RankedBlock>> = HashMap::new();
+        fruits: Vec<HashMap<String, Vec<(u64, DocAddress)>>>,
+    ) -> tantivy::Result<HashMap<String, Vec<(u64, DocAddress)>>> {
+        let mut merged: HashMap<String, Vec<(u64, DocAddress)>> = HashMap::new();
         for (path, blocks) in fruits.into_iter().flatten() {
-            let ranked = merged.entry(path).or_default();
-            for block in blocks {
-                keep_best(ranked, block);
-            }
+            merged.entry(path).or_default().extend(blocks);
         }
         Ok(merged)
     }
 }
 
-impl SegmentCollector for SegmentBestBlocks {
-    type Fruit = HashMap<String, Vec<RankedBlock>>;
+impl SegmentCollector for SegmentNoteBlocks {
+    type Fruit = HashMap<String, Vec<(u64, DocAddress)>>;
 
-    fn collect(&mut self, doc: tantivy::DocId, score: Score) {
+    fn collect(&mut self, doc: tantivy::DocId, _score: Score) {
         let Some(path_ord) = self.paths.as_ref().and_then(|c| c.term_ords(doc).next()) else {
             return;
         };
-        let block = RankedBlock {
-            score,
-            position: self.positions.first(doc).unwrap_or(u64::MAX),
-            address: DocAddress::new(self.segment, doc),
-        };
-        keep_best(self.by_path_ord.entry(path_ord).or_default(), block);
+        let position = self.positions.first(doc).unwrap_or(u64::MAX);
+        if position == u64::MAX {
+            return; // the note document
+        }
+        self.by_path_ord
+            .entry(path_ord)
+            .or_default()
+            .push((position, DocAddress::new(self.segment, doc)));
     }
 
-    fn harvest(self) -> HashMap<String, Vec<RankedBlock>> {
+    fn harvest(self) -> HashMap<String, Vec<(u64, DocAddress)>> {
         let mut out = HashMap::new();
         if let Some(column) = &self.paths {
             for (ord, blocks) in self.by_path_ord {

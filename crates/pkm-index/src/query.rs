@@ -7,7 +7,7 @@
 use tantivy::Term;
 use tantivy::query::{
     BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, FuzzyTermQuery, Occur, PhraseQuery,
-    Query, TermQuery, TermSetQuery,
+    Query, TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::TextAnalyzer;
@@ -121,9 +121,9 @@ pub(crate) fn field_query(field: Field, clause: &Clause) -> Box<dyn Query> {
 }
 
 /// The fields a search reads. A note is two kinds of document: one per block (`content`, the
-/// block's text with positions) and one for the whole note (`name`: its title, aliases and file
-/// name; `name_exact`: each of those analyzed and joined; `body`: every block's text, without
-/// positions).
+/// block's text, stored, not indexed) and one for the whole note (`name`: its title, aliases and
+/// file name; `name_exact`: each of those analyzed and joined; `body`: the text of every block,
+/// one value each, with positions).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SearchFields {
     pub content: Field,
@@ -210,19 +210,18 @@ fn word_query(field: Field, term: &str, typos: Option<u8>) -> Box<dyn Query> {
 }
 
 /// The query on note documents: each clause (as `matching` asks) in the note's name or text, a
-/// phrase clause within one block (`phrase_notes[i]`: the notes where clause `i` is a phrase of
-/// one block) or in the name; scored by the text, names weighted up, the exact name most.
+/// phrase clause within one block (the text of each block is its own value of `body`, and Tantivy
+/// leaves a position free between values, so a phrase never spans two blocks) or in the name;
+/// scored by the text, names weighted up, the exact name most.
 pub(crate) fn note_query(
     fields: &SearchFields,
     clauses: &[Clause],
-    phrase_notes: &[Option<Vec<String>>],
     exact: &str,
     matching: Matching,
 ) -> Box<dyn Query> {
     let per_clause: Vec<(Occur, Box<dyn Query>)> = clauses
         .iter()
-        .zip(phrase_notes)
-        .map(|(clause, notes)| {
+        .map(|clause| {
             let typos = clause.typos(matching);
             let in_name: Box<dyn Query> = match typos {
                 Some(_) => word_query(fields.name, &clause.terms[0], typos),
@@ -234,24 +233,16 @@ pub(crate) fn note_query(
                 .iter()
                 .map(|t| (Occur::Should, word_query(fields.body, t, typos)))
                 .collect();
-            match notes {
+            if clause.terms.len() > 1 {
                 // A phrase: in one block of the note, or in its name; the words score in the text.
-                Some(notes) => {
-                    let in_block = TermSetQuery::new(
-                        notes
-                            .iter()
-                            .map(|p| Term::from_field_text(fields.page_path, p)),
-                    );
-                    let either = BooleanQuery::new(vec![
-                        (
-                            Occur::Should,
-                            Box::new(ConstScoreQuery::new(Box::new(in_block), 0.0)),
-                        ),
-                        (Occur::Should, in_name),
-                    ]);
-                    parts.push((Occur::Must, Box::new(either)));
-                }
-                None => parts.push((Occur::Should, in_name)),
+                let in_block = ConstScoreQuery::new(field_query(fields.body, clause), 0.0);
+                let either = BooleanQuery::new(vec![
+                    (Occur::Should, Box::new(in_block) as Box<dyn Query>),
+                    (Occur::Should, in_name),
+                ]);
+                parts.push((Occur::Must, Box::new(either)));
+            } else {
+                parts.push((Occur::Should, in_name));
             }
             (
                 Occur::Should,
@@ -303,59 +294,211 @@ pub(crate) fn note_query(
     Box::new(BooleanQuery::new(top))
 }
 
-/// The blocks of the notes at `page_paths`, each scored by the clauses (zero when none matches):
-/// what picks the block a hit points at, the best-scoring one, or the note's first block when
-/// only its name matched.
-pub(crate) fn block_query<'a>(
+/// Every document of the notes at `page_paths` (their blocks, and their note documents, which a
+/// collector tells apart by position).
+pub(crate) fn documents_of_notes<'a>(
     fields: &SearchFields,
     page_paths: impl IntoIterator<Item = &'a str>,
-    clauses: &[Clause],
-    matching: Matching,
 ) -> Box<dyn Query> {
-    let pages = page_paths
-        .into_iter()
-        .map(|path| Term::from_field_text(fields.page_path, path));
-    Box::new(BooleanQuery::new(vec![
-        (
-            Occur::Must,
-            Box::new(ConstScoreQuery::new(
-                Box::new(TermSetQuery::new(pages)),
-                0.0,
-            )),
-        ),
-        (
-            Occur::MustNot,
-            Box::new(TermQuery::new(
-                Term::from_field_text(fields.kind, NOTE_KIND),
-                IndexRecordOption::Basic,
-            )),
-        ),
-        (
-            Occur::Should,
-            words_in_content(fields.content, clauses, matching),
-        ),
-    ]))
+    // Term queries, not a term set: a set streams the whole term dictionary of page paths.
+    Box::new(BooleanQuery::new(
+        page_paths
+            .into_iter()
+            .map(|path| {
+                let note: Box<dyn Query> = Box::new(TermQuery::new(
+                    Term::from_field_text(fields.page_path, path),
+                    IndexRecordOption::Basic,
+                ));
+                (Occur::Should, note)
+            })
+            .collect(),
+    ))
 }
 
-/// Any of the clauses in block text, a typo allowed as `matching` says: what snippets highlight
-/// and what picks a note's best block.
-pub(crate) fn words_in_content(
-    content: Field,
-    clauses: &[Clause],
-    matching: Matching,
-) -> Box<dyn Query> {
+/// Any of the clauses in a note's text, a typo allowed as `matching` says: what snippets
+/// highlight.
+pub(crate) fn words_in_text(text: Field, clauses: &[Clause], matching: Matching) -> Box<dyn Query> {
     Box::new(BooleanQuery::new(
         clauses
             .iter()
             .map(|clause| {
                 let query = match clause.typos(matching) {
-                    Some(typos) => word_query(content, &clause.terms[0], Some(typos)),
-                    None => field_query(content, clause),
+                    Some(typos) => word_query(text, &clause.terms[0], Some(typos)),
+                    None => field_query(text, clause),
                 };
                 (Occur::Should, query)
             })
             .collect(),
     ))
+}
+
+/// BM25's term-frequency saturation and length normalization, as Tantivy scores.
+const BM25_K1: f32 = 1.2;
+const BM25_B: f32 = 0.75;
+
+/// Scores the blocks of a found note against the query, to pick the block a hit points at. Blocks
+/// are not indexed word by word (their words are, once, in the note's `body`): the few blocks of
+/// a page of hits are analyzed here instead, and scored as BM25 would score each block as a
+/// document, every clause weighted by its words' rarity among notes.
+pub(crate) struct BlockScorer<'c> {
+    clauses: &'c [Clause],
+    /// Per clause: the typos allowed for it, its weight, and its terms as indexes into `terms`.
+    typos: Vec<Option<u8>>,
+    weights: Vec<f32>,
+    term_ids: Vec<Vec<usize>>,
+    /// The distinct terms of all clauses.
+    terms: Vec<&'c str>,
+}
+
+/// What [`BlockScorer`] needs of one block's text: which query term stands at each position.
+pub(crate) struct BlockWords {
+    /// Number of words (the block's length for BM25).
+    len: usize,
+    /// Per position, the index in [`BlockScorer::terms`] of the word there, if it is one.
+    at: Vec<Option<usize>>,
+    /// Per clause, the typo matches of its single word, each counting [`FUZZY_WEIGHT`].
+    fuzzy: Vec<f32>,
+}
+
+impl BlockWords {
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl<'c> BlockScorer<'c> {
+    /// `rarity(term)`: the weight of one analyzed word (its inverse document frequency).
+    pub(crate) fn new(
+        clauses: &'c [Clause],
+        matching: Matching,
+        rarity: impl Fn(&str) -> f32,
+    ) -> BlockScorer<'c> {
+        let mut terms: Vec<&str> = Vec::new();
+        let term_ids = clauses
+            .iter()
+            .map(|clause| {
+                clause
+                    .terms
+                    .iter()
+                    .map(|term| match terms.iter().position(|t| t == term) {
+                        Some(id) => id,
+                        None => {
+                            terms.push(term);
+                            terms.len() - 1
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        BlockScorer {
+            clauses,
+            typos: clauses.iter().map(|c| c.typos(matching)).collect(),
+            weights: clauses
+                .iter()
+                .map(|c| c.terms.iter().map(|t| rarity(t)).sum())
+                .collect(),
+            term_ids,
+            terms,
+        }
+    }
+
+    /// Analyzes `text`, keeping only what scoring needs.
+    pub(crate) fn words(&self, analyzer: &mut TextAnalyzer, text: &str) -> BlockWords {
+        let fuzzy = self.typos.iter().any(Option::is_some);
+        let mut words = BlockWords {
+            len: 0,
+            at: Vec::new(),
+            fuzzy: if fuzzy {
+                vec![0.0; self.clauses.len()]
+            } else {
+                Vec::new()
+            },
+        };
+        let mut stream = analyzer.token_stream(text);
+        while let Some(token) = stream.next() {
+            words.len += 1;
+            let id = self.terms.iter().position(|t| *t == token.text);
+            if id.is_some() {
+                if words.at.len() <= token.position {
+                    words.at.resize(token.position + 1, None);
+                }
+                words.at[token.position] = id;
+            }
+            for ((clause, typos), fuzzy) in
+                self.clauses.iter().zip(&self.typos).zip(&mut words.fuzzy)
+            {
+                if let (Some(typos), [term]) = (typos, clause.terms.as_slice())
+                    && *term != token.text
+                    && within_typos(&token.text, term, *typos)
+                {
+                    *fuzzy += FUZZY_WEIGHT;
+                }
+            }
+        }
+        words
+    }
+
+    /// How often clause `c` occurs in `words`: a phrase counts where all its words stand at
+    /// their offsets; a word within its typos counts [`FUZZY_WEIGHT`].
+    fn occurrences(&self, words: &BlockWords, c: usize) -> f32 {
+        let (Some(clause), Some(ids)) = (self.clauses.get(c), self.term_ids.get(c)) else {
+            return 0.0;
+        };
+        let starts = (0..words.at.len()).filter(|start| {
+            ids.iter()
+                .zip(&clause.offsets)
+                .all(|(id, offset)| words.at.get(start + offset).copied().flatten() == Some(*id))
+        });
+        starts.count() as f32 + words.fuzzy.get(c).copied().unwrap_or(0.0)
+    }
+
+    /// Whether every clause occurs in `words`.
+    pub(crate) fn all_occur(&self, words: &BlockWords) -> bool {
+        (0..self.clauses.len()).all(|c| self.occurrences(words, c) > 0.0)
+    }
+
+    /// The BM25 score of `words` among blocks of `average_len` words on average.
+    pub(crate) fn score(&self, words: &BlockWords, average_len: f32) -> f32 {
+        let norm = BM25_K1 * (1.0 - BM25_B + BM25_B * words.len as f32 / average_len.max(1.0));
+        self.weights
+            .iter()
+            .enumerate()
+            .map(|(c, weight)| {
+                let tf = self.occurrences(words, c);
+                weight * tf * (BM25_K1 + 1.0) / (tf + norm)
+            })
+            .sum()
+    }
+}
+
+/// Whether `a` is at most `max` edits from `b`, a transposition of two neighbours counting as one
+/// edit (the distance of Tantivy's fuzzy term query, optimal string alignment).
+fn within_typos(a: &str, b: &str, max: u8) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let max = usize::from(max);
+    if a.len().abs_diff(b.len()) > max {
+        return false;
+    }
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    let mut row: Vec<usize> = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        row[0] = i;
+        for j in 1..=b.len() {
+            let substitution = previous[j - 1] + usize::from(a[i - 1] != b[j - 1]);
+            let mut d = substitution.min(previous[j] + 1).min(row[j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(before[j - 2] + 1);
+            }
+            row[j] = d;
+        }
+        std::mem::swap(&mut before, &mut previous);
+        std::mem::swap(&mut previous, &mut row);
+        if previous.iter().all(|d| *d > max) {
+            return false;
+        }
+    }
+    previous[b.len()] <= max
 }
 
 /// The value of the `kind` field on note documents (block documents have none).
@@ -427,6 +570,71 @@ mod tests {
         );
         assert_eq!(found[0].offsets, [0, 2]);
         assert_eq!(found[1].offsets, [0, 1]);
+    }
+
+    #[test]
+    fn typos_count_edits_and_a_swap_of_neighbours_as_one() {
+        assert!(within_typos("callout", "callout", 0));
+        assert!(within_typos("calout", "callout", 1));
+        assert!(
+            within_typos("clalout", "callout", 1),
+            "a transposition is one edit"
+        );
+        assert!(!within_typos("clalout", "callout", 0));
+        assert!(within_typos("sidebr", "sidebar", 1));
+        assert!(!within_typos("sidebr", "sidebar_x", 1));
+        assert!(within_typos("lantern", "lanterns", 1));
+        assert!(!within_typos("lantern", "pattern", 1));
+        assert!(within_typos("lantern", "pattern", 2));
+        assert!(
+            within_typos("été", "ete", 2),
+            "edits count characters, not bytes"
+        );
+        assert!(!within_typos("été", "ete", 1));
+    }
+
+    #[test]
+    fn a_block_counts_phrases_at_their_offsets_and_scores_by_what_it_holds() {
+        let none = || analyzer(SearchLanguage::from_name("none").unwrap());
+        let one = |q: &str| clauses(&mut none(), q);
+        let mut analyzer = none();
+        let phrase = one("\"machine learning\"");
+        let scorer = BlockScorer::new(&phrase, Matching::Every, |_| 1.0);
+        let text = "Machine learning; learning machine. Machine learning!";
+        let block = scorer.words(&mut analyzer, text);
+        assert_eq!(scorer.occurrences(&block, 0), 2.0);
+        assert!(scorer.all_occur(&block));
+        let backwards = one("\"learning machine learning\"");
+        let scorer = BlockScorer::new(&backwards, Matching::Every, |_| 1.0);
+        assert!(!scorer.all_occur(&scorer.words(&mut analyzer, text)));
+
+        let long = "x".repeat(100);
+        let text = format!("keep {long} this");
+        let with_gap = one(&format!("\"keep {long} this\""));
+        let scorer = BlockScorer::new(&with_gap, Matching::Every, |_| 1.0);
+        assert!(
+            scorer.all_occur(&scorer.words(&mut analyzer, &text)),
+            "the dropped token keeps its place"
+        );
+        let without = one("\"keep this\"");
+        let scorer = BlockScorer::new(&without, Matching::Every, |_| 1.0);
+        assert!(!scorer.all_occur(&scorer.words(&mut analyzer, &text)));
+
+        let query = one("rare common");
+        let rarity = |term: &str| if term == "rare" { 3.0 } else { 0.5 };
+        let scorer = BlockScorer::new(&query, Matching::Every, rarity);
+        let one_rare = scorer.words(&mut analyzer, "a rare word among others here");
+        let many_common = scorer.words(&mut analyzer, "common common common words here");
+        let neither = scorer.words(&mut analyzer, "nothing to see here at all");
+        assert!(scorer.score(&one_rare, 6.0) > scorer.score(&many_common, 6.0));
+        assert_eq!(scorer.score(&neither, 6.0), 0.0);
+
+        let typo = one("lanterns");
+        let exact = BlockScorer::new(&typo, Matching::Every, |_| 1.0);
+        let fuzzy = BlockScorer::new(&typo, Matching::EveryFuzzy, |_| 1.0);
+        let text = "the lantern glows";
+        assert_eq!(exact.score(&exact.words(&mut analyzer, text), 3.0), 0.0);
+        assert!(fuzzy.score(&fuzzy.words(&mut analyzer, text), 3.0) > 0.0);
     }
 
     #[test]
