@@ -4,7 +4,7 @@
 //! visible only at [`IndexEngine::commit`], which also reloads the reader, so the next search sees
 //! every prior write (read-your-writes). Searches never take the writer's mutex.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::io::ErrorKind as IoErrorKind;
 use std::path::Path;
@@ -14,6 +14,7 @@ use tantivy::collector::sort_key::{SortBySimilarityScore, SortByStaticFastValue,
 use tantivy::collector::{Collector, Count, SegmentCollector, TopDocs};
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::indexer::{IndexWriterOptions, UserOperation};
+use tantivy::postings::Postings;
 use tantivy::query::{Query, TermQuery};
 use tantivy::schema::{
     FAST, Field, IndexRecordOption, STORED, STRING, Schema, TantivyDocument, TextFieldIndexing,
@@ -31,7 +32,7 @@ use crate::query::{
     BlockScorer, BlockWords, Clause, MATCHINGS, NOTE_KIND, SearchFields, clauses,
     documents_of_notes, exact_key, field_query, note_query, words_in_text,
 };
-use crate::tokenizer::{ANALYZER_NAME, SearchLanguage, analyze, analyzer};
+use crate::tokenizer::{ANALYZER_NAME, SearchLanguage, analyze, analyzer, value_starts};
 
 /// Search pagination never reaches past this many matches (contract §11,
 /// `MCP_TOKEN_MAX_SCORE_MATCHES`): `total` is capped here and `offset + limit` is clipped to it.
@@ -40,7 +41,7 @@ pub const MAX_SCORE_MATCHES: usize = 5000;
 /// Version of everything that decides what the index holds: the schema *and* the analyzer. Bump it
 /// whenever either changes, so that an index built by an older binary is reported as
 /// [`IndexError::SchemaMismatch`] and rebuilt, instead of silently answering with stale tokens.
-pub const SCHEMA_VERSION: &str = "pkm-index/5";
+pub const SCHEMA_VERSION: &str = "pkm-index/6";
 
 /// File in the index directory holding [`SCHEMA_VERSION`] and the search language. Tantivy's garbage collector only
 /// deletes files it created itself, so it leaves this one alone.
@@ -49,6 +50,14 @@ const VERSION_FILE: &str = "pkm-schema-version";
 /// Writer memory budget. Measured on a 10k-note rebuild (2 cores): 30 MB flushes 4 segments while
 /// the store is still being written, 2.9 s; 120 MB leaves one large flush for the end, 3.4 s.
 const WRITER_MEMORY_BYTES: usize = 30_000_000;
+
+/// Analyzers kept warm between searches (see `IndexEngine::warm`): searches at once beyond this
+/// many start from a cold stemming cache. Each cache holds up to 65,536 words.
+const WARM_ANALYZERS: usize = 8;
+
+/// Notes whose blocks one read of the index lists, when unlinked mentions go through the notes that
+/// hold a phrase (see `IndexEngine::search_phrase`).
+const NOTES_PER_READ: usize = 64;
 
 /// Approximate length of a snippet, in bytes of the block's text.
 const SNIPPET_MAX_BYTES: usize = 160;
@@ -79,7 +88,7 @@ pub struct BlockDoc {
 pub struct Hit {
     pub block_id: String,
     pub page_path: String,
-    /// The block's full text, as indexed.
+    /// The block's full text, as stored.
     pub content: String,
     /// The content around the best match, as plain text exactly as in the note (no HTML
     /// escaping), with matched words wrapped in `<b>..</b>` and `…` marking text cut at either
@@ -107,12 +116,16 @@ struct Fields {
     /// The block's index within its page, for stable page order; the note document's is
     /// `u64::MAX`.
     position: Field,
+    /// The position in its note's `body` where the block's text starts (see `value_starts`):
+    /// where a phrase found in the body stands tells which block holds it.
+    start: Field,
 }
 
 const BLOCK_ID: &str = "block_id";
 const PAGE_PATH: &str = "page_path";
 const POSITION: &str = "position";
 const CONTENT: &str = "content";
+const START: &str = "start";
 
 fn build_schema() -> Schema {
     let mut builder = Schema::builder();
@@ -134,6 +147,7 @@ fn build_schema() -> Schema {
     builder.add_text_field(CONTENT, STORED);
     builder.add_text_field("tags", STRING);
     builder.add_u64_field(POSITION, FAST);
+    builder.add_u64_field(START, FAST);
     // The note document: names and the text of every block (one value each), with positions
     // (phrases in titles and within a block).
     builder.add_text_field("name", text.clone());
@@ -161,6 +175,7 @@ impl Fields {
             },
             tags: field("tags")?,
             position: field(POSITION)?,
+            start: field(START)?,
         })
     }
 }
@@ -191,8 +206,8 @@ pub struct IndexEngine {
     fields: Fields,
     analyzer: TextAnalyzer,
     /// Copies of `analyzer` whose stemming caches searches keep warm: a search takes one (or a new
-    /// copy) and gives it back. Analyzing the blocks of a page of hits with a cold cache was most
-    /// of a search's time.
+    /// copy) and gives it back, up to [`WARM_ANALYZERS`] kept. Analyzing the blocks of a page of
+    /// hits with a cold cache was most of a search's time.
     warm: Mutex<Vec<TextAnalyzer>>,
     language: SearchLanguage,
 }
@@ -320,11 +335,15 @@ impl IndexEngine {
         page_path: &'a str,
         note: &'a NoteDoc,
     ) -> impl Iterator<Item = TantivyDocument> + 'a {
-        let blocks = note
-            .blocks
-            .iter()
-            .enumerate()
-            .map(move |(position, block)| self.block_document(page_path, position, block));
+        let starts = value_starts(note.blocks.iter().map(|b| b.content.as_str()));
+        let blocks =
+            note.blocks
+                .iter()
+                .zip(starts)
+                .enumerate()
+                .map(move |(position, (block, start))| {
+                    self.block_document(page_path, position, start, block)
+                });
         let whole = (!note.blocks.is_empty()).then(|| self.note_document(page_path, note));
         blocks.chain(whole)
     }
@@ -333,6 +352,7 @@ impl IndexEngine {
         &self,
         page_path: &str,
         position: usize,
+        start: u64,
         block: &BlockDoc,
     ) -> TantivyDocument {
         let f = &self.fields;
@@ -352,6 +372,7 @@ impl IndexEngine {
             doc.add_text(f.tags, tag);
         }
         doc.add_u64(f.position, u64::try_from(position).unwrap_or(u64::MAX));
+        doc.add_u64(f.start, start);
         doc
     }
 
@@ -508,7 +529,10 @@ impl IndexEngine {
     }
 
     fn give_back(&self, analyzer: TextAnalyzer) {
-        self.warm.lock().push(analyzer);
+        let mut warm = self.warm.lock();
+        if warm.len() < WARM_ANALYZERS {
+            warm.push(analyzer);
+        }
     }
 
     /// The page path a document is indexed under.
@@ -558,34 +582,42 @@ impl IndexEngine {
     /// unlinked mentions of a page's title or aliases. A phrase without words finds nothing.
     pub fn search_phrase(&self, phrase: &str, limit: usize) -> Result<Vec<Hit>, IndexError> {
         let mut analyzer = self.take_analyzer();
-        let phrase = [Clause::phrase(analyze(&mut analyzer, phrase))];
-        if phrase[0].terms.is_empty() {
+        let phrase = Clause::phrase(analyze(&mut analyzer, phrase));
+        self.give_back(analyzer);
+        if phrase.terms.is_empty() {
             return Ok(Vec::new());
         }
-        let scorer = BlockScorer::new(&phrase, MATCHINGS[0], |_| 1.0);
-        let query = field_query(self.fields.search.body, &phrase[0]);
+        let body = self.fields.search.body;
+        let query = field_query(body, &phrase);
         let searcher = self.reader.searcher();
         let snippets = self.snippet_generator(&searcher, &*query)?;
         let limit = limit.min(MAX_SCORE_MATCHES);
+        let notes: Vec<(String, DocAddress)> =
+            searcher.search(&*query, &NoteDocs)?.into_iter().collect();
         let mut hits = Vec::new();
-        // The notes that hold the phrase in a block, then which of their blocks do.
-        for page_path in notes_matching(&searcher, &*query)? {
+        // The notes whose body holds the phrase, a few at a time; in each, the blocks where it
+        // stands (from its positions in the body), read from the store.
+        for chunk in notes.chunks(NOTES_PER_READ) {
+            let mut blocks = self.blocks_at(&searcher, chunk.iter().map(|(p, _)| p.as_str()))?;
+            for (page_path, note) in chunk {
+                let starts = phrase_starts(&searcher, body, &phrase, *note)?;
+                let blocks = blocks.remove(page_path).unwrap_or_default();
+                for (i, block) in blocks.iter().enumerate() {
+                    let end = blocks.get(i + 1).map_or(u64::MAX, |next| next.start);
+                    if hits.len() < limit
+                        && starts
+                            .iter()
+                            .any(|s| (block.start..end).contains(&u64::from(*s)))
+                    {
+                        let hit = self.stored_block(&searcher, block.address)?;
+                        hits.push(hit.into_hit(1.0, Some(&snippets)));
+                    }
+                }
+            }
             if hits.len() >= limit {
                 break;
             }
-            let blocks = self
-                .blocks_of(&searcher, [page_path.as_str()])?
-                .remove(&page_path)
-                .unwrap_or_default();
-            for block in blocks {
-                if hits.len() < limit
-                    && scorer.all_occur(&scorer.words(&mut analyzer, &block.content))
-                {
-                    hits.push(block.into_hit(1.0, Some(&snippets)));
-                }
-            }
         }
-        self.give_back(analyzer);
         Ok(hits)
     }
 
@@ -667,17 +699,29 @@ impl IndexEngine {
         searcher: &Searcher,
         page_paths: impl IntoIterator<Item = &'a str>,
     ) -> Result<HashMap<String, Vec<StoredBlock>>, IndexError> {
-        let query = documents_of_notes(&self.fields.search, page_paths);
         let mut out = HashMap::new();
-        for (page_path, mut blocks) in searcher.search(&*query, &NoteBlocks)? {
-            blocks.sort_unstable_by_key(|(position, _)| *position);
+        for (page_path, blocks) in self.blocks_at(searcher, page_paths)? {
             let blocks = blocks
                 .into_iter()
-                .map(|(_, address)| self.stored_block(searcher, address))
+                .map(|block| self.stored_block(searcher, block.address))
                 .collect::<Result<Vec<_>, _>>()?;
             out.insert(page_path, blocks);
         }
         Ok(out)
+    }
+
+    /// Where the blocks of the notes at `page_paths` are, each note's in block order.
+    fn blocks_at<'a>(
+        &self,
+        searcher: &Searcher,
+        page_paths: impl IntoIterator<Item = &'a str>,
+    ) -> Result<HashMap<String, Vec<BlockAt>>, IndexError> {
+        let query = documents_of_notes(&self.fields.search, page_paths);
+        let mut found = searcher.search(&*query, &NoteBlocks)?;
+        for blocks in found.values_mut() {
+            blocks.sort_unstable_by_key(|block| block.position);
+        }
+        Ok(found)
     }
 
     /// Number of searchable block docs as of the last commit (note documents not counted).
@@ -733,31 +777,70 @@ impl IndexEngine {
     }
 }
 
-/// The page paths of every document `query` matches, sorted.
-fn notes_matching(searcher: &Searcher, query: &dyn Query) -> Result<Vec<String>, IndexError> {
-    Ok(searcher.search(query, &PagePaths)?.into_iter().collect())
+/// Where `phrase` starts in `field` of the document at `doc`: the positions of its first word
+/// from which each of its words stands at its offset. None when a word is not in the document.
+fn phrase_starts(
+    searcher: &Searcher,
+    field: Field,
+    phrase: &Clause,
+    doc: DocAddress,
+) -> Result<Vec<u32>, IndexError> {
+    let inverted = searcher
+        .segment_reader(doc.segment_ord)
+        .inverted_index(field)?;
+    let mut starts: Option<Vec<u32>> = None;
+    let mut positions = Vec::new();
+    for (term, offset) in phrase.terms.iter().zip(&phrase.offsets) {
+        let term = Term::from_field_text(field, term);
+        let Some(mut postings) =
+            inverted.read_postings(&term, IndexRecordOption::WithFreqsAndPositions)?
+        else {
+            return Ok(Vec::new());
+        };
+        if postings.seek(doc.doc_id) != doc.doc_id {
+            return Ok(Vec::new());
+        }
+        positions.clear();
+        postings.positions(&mut positions);
+        let offset = u32::try_from(*offset).unwrap_or(u32::MAX);
+        let these: Vec<u32> = positions
+            .iter()
+            .filter_map(|p| p.checked_sub(offset))
+            .collect();
+        starts = Some(match starts {
+            None => these,
+            Some(before) => before
+                .into_iter()
+                .filter(|s| these.binary_search(s).is_ok())
+                .collect(),
+        });
+    }
+    Ok(starts.unwrap_or_default())
 }
 
-/// Collects the distinct page paths of the matching documents.
-struct PagePaths;
+/// Collects the page path and address of every matching document, by page path (for queries
+/// that match note documents only, one per note).
+struct NoteDocs;
 
-struct SegmentPagePaths {
-    column: Option<tantivy::columnar::StrColumn>,
-    ords: BTreeSet<u64>,
+struct SegmentNoteDocs {
+    segment: SegmentOrdinal,
+    column: Option<StrColumn>,
+    docs: Vec<(u64, tantivy::DocId)>,
 }
 
-impl Collector for PagePaths {
-    type Fruit = BTreeSet<String>;
-    type Child = SegmentPagePaths;
+impl Collector for NoteDocs {
+    type Fruit = BTreeMap<String, DocAddress>;
+    type Child = SegmentNoteDocs;
 
     fn for_segment(
         &self,
-        _segment: tantivy::SegmentOrdinal,
+        segment: SegmentOrdinal,
         reader: &tantivy::SegmentReader,
-    ) -> tantivy::Result<SegmentPagePaths> {
-        Ok(SegmentPagePaths {
+    ) -> tantivy::Result<SegmentNoteDocs> {
+        Ok(SegmentNoteDocs {
+            segment,
             column: reader.fast_fields().str(PAGE_PATH)?,
-            ords: BTreeSet::new(),
+            docs: Vec::new(),
         })
     }
 
@@ -765,27 +848,30 @@ impl Collector for PagePaths {
         false
     }
 
-    fn merge_fruits(&self, fruits: Vec<BTreeSet<String>>) -> tantivy::Result<BTreeSet<String>> {
+    fn merge_fruits(
+        &self,
+        fruits: Vec<BTreeMap<String, DocAddress>>,
+    ) -> tantivy::Result<BTreeMap<String, DocAddress>> {
         Ok(fruits.into_iter().flatten().collect())
     }
 }
 
-impl SegmentCollector for SegmentPagePaths {
-    type Fruit = BTreeSet<String>;
+impl SegmentCollector for SegmentNoteDocs {
+    type Fruit = BTreeMap<String, DocAddress>;
 
     fn collect(&mut self, doc: tantivy::DocId, _score: tantivy::Score) {
-        if let Some(column) = &self.column {
-            self.ords.extend(column.term_ords(doc));
+        if let Some(ord) = self.column.as_ref().and_then(|c| c.term_ords(doc).next()) {
+            self.docs.push((ord, doc));
         }
     }
 
-    fn harvest(self) -> BTreeSet<String> {
-        let mut out = BTreeSet::new();
+    fn harvest(self) -> BTreeMap<String, DocAddress> {
+        let mut out = BTreeMap::new();
         if let Some(column) = &self.column {
-            for ord in self.ords {
+            for (ord, doc) in self.docs {
                 let mut path = String::new();
                 if matches!(column.ord_to_str(ord, &mut path), Ok(true)) {
-                    out.insert(path);
+                    out.insert(path, DocAddress::new(self.segment, doc));
                 }
             }
         }
@@ -845,19 +931,28 @@ fn best_block(
     blocks.into_iter().nth(chosen)
 }
 
-/// Collects, per page path, the position and address of each matching block (note documents
-/// left out): the blocks of the notes a search page shows, in one pass.
+/// Collects, per page path, where each matching block is (note documents left out): the blocks of
+/// the notes a search page shows, in one pass.
 struct NoteBlocks;
+
+/// Where a block is: its position in its note, its start in the note's body, its address.
+#[derive(Debug, Clone, Copy)]
+struct BlockAt {
+    position: u64,
+    start: u64,
+    address: DocAddress,
+}
 
 struct SegmentNoteBlocks {
     segment: SegmentOrdinal,
     paths: Option<StrColumn>,
     positions: Column<u64>,
-    by_path_ord: HashMap<u64, Vec<(u64, DocAddress)>>,
+    starts: Column<u64>,
+    by_path_ord: HashMap<u64, Vec<BlockAt>>,
 }
 
 impl Collector for NoteBlocks {
-    type Fruit = HashMap<String, Vec<(u64, DocAddress)>>;
+    type Fruit = HashMap<String, Vec<BlockAt>>;
     type Child = SegmentNoteBlocks;
 
     fn for_segment(
@@ -869,6 +964,7 @@ impl Collector for NoteBlocks {
             segment,
             paths: reader.fast_fields().str(PAGE_PATH)?,
             positions: reader.fast_fields().u64(POSITION)?,
+            starts: reader.fast_fields().u64(START)?,
             by_path_ord: HashMap::new(),
         })
     }
@@ -879,9 +975,9 @@ impl Collector for NoteBlocks {
 
     fn merge_fruits(
         &self,
-        fruits: Vec<HashMap<String, Vec<(u64, DocAddress)>>>,
-    ) -> tantivy::Result<HashMap<String, Vec<(u64, DocAddress)>>> {
-        let mut merged: HashMap<String, Vec<(u64, DocAddress)>> = HashMap::new();
+        fruits: Vec<HashMap<String, Vec<BlockAt>>>,
+    ) -> tantivy::Result<HashMap<String, Vec<BlockAt>>> {
+        let mut merged: HashMap<String, Vec<BlockAt>> = HashMap::new();
         for (path, blocks) in fruits.into_iter().flatten() {
             merged.entry(path).or_default().extend(blocks);
         }
@@ -890,7 +986,7 @@ impl Collector for NoteBlocks {
 }
 
 impl SegmentCollector for SegmentNoteBlocks {
-    type Fruit = HashMap<String, Vec<(u64, DocAddress)>>;
+    type Fruit = HashMap<String, Vec<BlockAt>>;
 
     fn collect(&mut self, doc: tantivy::DocId, _score: Score) {
         let Some(path_ord) = self.paths.as_ref().and_then(|c| c.term_ords(doc).next()) else {
@@ -900,13 +996,14 @@ impl SegmentCollector for SegmentNoteBlocks {
         if position == u64::MAX {
             return; // the note document
         }
-        self.by_path_ord
-            .entry(path_ord)
-            .or_default()
-            .push((position, DocAddress::new(self.segment, doc)));
+        self.by_path_ord.entry(path_ord).or_default().push(BlockAt {
+            position,
+            start: self.starts.first(doc).unwrap_or(0),
+            address: DocAddress::new(self.segment, doc),
+        });
     }
 
-    fn harvest(self) -> HashMap<String, Vec<(u64, DocAddress)>> {
+    fn harvest(self) -> HashMap<String, Vec<BlockAt>> {
         let mut out = HashMap::new();
         if let Some(column) = &self.paths {
             for (ord, blocks) in self.by_path_ord {

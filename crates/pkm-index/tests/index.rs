@@ -700,6 +700,38 @@ fn phrase_search_finds_adjacent_words_only() {
     assert!(engine.search_phrase(" - ", 10).unwrap().is_empty());
 }
 
+/// A phrase found in a note's text is placed in its block by where the block starts among the
+/// note's words: empty blocks, dropped over-long words (also as a block's last word), Han text,
+/// and a phrase that would only read across two blocks.
+#[test]
+fn phrase_search_places_each_match_in_its_block() {
+    let long = "x".repeat(80);
+    let blocks = vec![
+        block("empty", "n.md", ""),
+        block("trailing", "n.md", &format!("ends with a dropped {long}")),
+        block("only-long", "n.md", &long),
+        block("han", "n.md", "去东京看 red lantern"),
+        block("split-1", "n.md", "the red"),
+        block("split-2", "n.md", "lantern and more"),
+        block("inner", "n.md", &format!("a {long} red lantern, again a red lantern")),
+        block("last", "n.md", "red lanterns"),
+    ];
+    let (_dir, engine) = engine_with(&[("n.md", blocks)]);
+    let found = |phrase: &str| -> Vec<String> {
+        engine
+            .search_phrase(phrase, 100)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.block_id)
+            .collect()
+    };
+    assert_eq!(found("red lantern"), ["han", "inner", "last"]);
+    assert_eq!(found("东京"), ["han"]);
+    assert_eq!(found("dropped"), ["trailing"]);
+    assert_eq!(found("and more"), ["split-2"]);
+    assert_eq!(engine.search_phrase("red lantern", 2).unwrap().len(), 2);
+}
+
 #[test]
 fn a_reopened_index_keeps_its_data() {
     let dir = TempDir::new().unwrap();
