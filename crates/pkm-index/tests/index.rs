@@ -713,7 +713,11 @@ fn phrase_search_places_each_match_in_its_block() {
         block("han", "n.md", "去东京看 red lantern"),
         block("split-1", "n.md", "the red"),
         block("split-2", "n.md", "lantern and more"),
-        block("inner", "n.md", &format!("a {long} red lantern, again a red lantern")),
+        block(
+            "inner",
+            "n.md",
+            &format!("a {long} red lantern, again a red lantern"),
+        ),
         block("last", "n.md", "red lanterns"),
     ];
     let (_dir, engine) = engine_with(&[("n.md", blocks)]);
