@@ -866,16 +866,13 @@ impl SegmentCollector for SegmentNoteDocs {
     }
 
     fn harvest(self) -> BTreeMap<String, DocAddress> {
-        let mut out = BTreeMap::new();
-        if let Some(column) = &self.column {
-            for (ord, doc) in self.docs {
-                let mut path = String::new();
-                if matches!(column.ord_to_str(ord, &mut path), Ok(true)) {
-                    out.insert(path, DocAddress::new(self.segment, doc));
-                }
-            }
-        }
-        out
+        let segment = self.segment;
+        by_page_path(
+            self.column.as_ref(),
+            self.docs
+                .into_iter()
+                .map(|(ord, doc)| (ord, DocAddress::new(segment, doc))),
+        )
     }
 }
 
@@ -1004,17 +1001,26 @@ impl SegmentCollector for SegmentNoteBlocks {
     }
 
     fn harvest(self) -> HashMap<String, Vec<BlockAt>> {
-        let mut out = HashMap::new();
-        if let Some(column) = &self.paths {
-            for (ord, blocks) in self.by_path_ord {
-                let mut path = String::new();
-                if matches!(column.ord_to_str(ord, &mut path), Ok(true)) {
-                    out.insert(path, blocks);
-                }
-            }
-        }
-        out
+        by_page_path(self.paths.as_ref(), self.by_path_ord)
     }
+}
+
+/// `items` keyed by a segment's page-path ordinal, keyed by the page path instead (an ordinal
+/// without a path is dropped): what the collectors hand back.
+fn by_page_path<T, C: FromIterator<(String, T)>>(
+    column: Option<&StrColumn>,
+    items: impl IntoIterator<Item = (u64, T)>,
+) -> C {
+    let Some(column) = column else {
+        return std::iter::empty().collect();
+    };
+    items
+        .into_iter()
+        .filter_map(|(ord, item)| {
+            let mut path = String::new();
+            matches!(column.ord_to_str(ord, &mut path), Ok(true)).then_some((path, item))
+        })
+        .collect()
 }
 
 /// Whether `dir` holds anything besides our version file, i.e. something that is not an index we
