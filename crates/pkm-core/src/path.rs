@@ -1,13 +1,12 @@
 //! `VaultPath`: a vault-relative path to a markdown note that is known to be safe.
 //!
-//! Built only through [`VaultPath::parse`] (user input, checked against the filesystem) or
-//! [`VaultPath::lexical`] (names the server found itself, checked by their text alone), so a path
-//! that escapes the vault cannot be represented.
+//! Built only through [`VaultPath::lexical`] (names the server found itself, checked by their
+//! text alone) or through the checks against the vault on disk, `VaultPath::parse` and
+//! `VaultPath::from_abs` (in `vault.rs`, beside the vault they read), so a path that escapes the
+//! vault cannot be represented. This file reads no disk.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
-
-use crate::vault::Vault;
+use std::path::Path;
 
 /// `MCP_PATH_MAX` of contract §11.
 pub const PATH_MAX_CHARS: usize = 4096;
@@ -82,60 +81,6 @@ impl VaultPath {
             return Err(PathError::NotMarkdown);
         }
         Ok(VaultPath(input.to_owned()))
-    }
-
-    /// Checks user input: the lexical rules, names of at most [`SEGMENT_MAX_BYTES`], then
-    /// containment on disk. The deepest existing ancestor (the file itself when it exists) is
-    /// canonicalised and must stay inside the vault and outside `.pkm/`, so a symlink cannot lead
-    /// a read or a write elsewhere.
-    ///
-    /// The name length is checked here and not in [`VaultPath::lexical`]: a file the scan finds
-    /// exists, whatever its name's length on the file system it lives on.
-    pub fn parse(vault: &Vault, input: &str) -> Result<VaultPath, PathError> {
-        let vp = Self::lexical(input)?;
-        if input.split('/').any(|seg| seg.len() > SEGMENT_MAX_BYTES) {
-            return Err(PathError::NameTooLong);
-        }
-        let mut probe: PathBuf = vault.abs(&vp);
-        loop {
-            match probe.canonicalize() {
-                Ok(real) => {
-                    if !real.starts_with(vault.root()) || real.starts_with(vault.pkm_dir()) {
-                        return Err(PathError::Escapes);
-                    }
-                    break;
-                }
-                Err(_) => {
-                    // A dangling symlink is not a missing file: refuse it rather than write
-                    // through it to wherever it points.
-                    if probe.symlink_metadata().is_ok() {
-                        return Err(PathError::Escapes);
-                    }
-                    if !probe.pop() {
-                        return Err(PathError::Escapes);
-                    }
-                }
-            }
-        }
-        Ok(vp)
-    }
-
-    /// Builds the path of a file found under the vault root during a scan.
-    pub fn from_abs(vault: &Vault, abs: &Path) -> Result<VaultPath, PathError> {
-        let rel = abs
-            .strip_prefix(vault.root())
-            .map_err(|_| PathError::Escapes)?;
-        let mut s = String::new();
-        for (i, c) in rel.components().enumerate() {
-            let std::path::Component::Normal(part) = c else {
-                return Err(PathError::Traversal);
-            };
-            if i > 0 {
-                s.push('/');
-            }
-            s.push_str(part.to_str().ok_or(PathError::NotMarkdown)?);
-        }
-        Self::lexical(&s)
     }
 
     pub fn as_str(&self) -> &str {
@@ -222,97 +167,5 @@ mod tests {
         assert_eq!(p.stem(), "example");
         assert_eq!(p.parent(), "projects/sub");
         assert_eq!(VaultPath::lexical("top.md").unwrap().parent(), "");
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn symlinks_cannot_escape() {
-        let outside = tempfile::tempdir().unwrap();
-        std::fs::write(outside.path().join("secret.md"), "secret").unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let vault = Vault::open(dir.path()).unwrap();
-        std::fs::create_dir(dir.path().join("inside")).unwrap();
-        std::fs::write(dir.path().join("inside/ok.md"), "ok").unwrap();
-        std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
-        std::os::unix::fs::symlink(outside.path().join("secret.md"), dir.path().join("leak.md"))
-            .unwrap();
-        std::os::unix::fs::symlink(
-            outside.path().join("nope.md"),
-            dir.path().join("dangling.md"),
-        )
-        .unwrap();
-        std::os::unix::fs::symlink(dir.path().join("inside/ok.md"), dir.path().join("alias.md"))
-            .unwrap();
-
-        assert_eq!(
-            VaultPath::parse(&vault, "inside/ok.md").unwrap().as_str(),
-            "inside/ok.md"
-        );
-        assert_eq!(
-            VaultPath::parse(&vault, "inside/new/deeper.md")
-                .unwrap()
-                .as_str(),
-            "inside/new/deeper.md"
-        );
-        assert_eq!(
-            VaultPath::parse(&vault, "alias.md").unwrap().as_str(),
-            "alias.md"
-        );
-        assert_eq!(
-            VaultPath::parse(&vault, "out/secret.md"),
-            Err(PathError::Escapes)
-        );
-        assert_eq!(
-            VaultPath::parse(&vault, "out/new.md"),
-            Err(PathError::Escapes)
-        );
-        assert_eq!(VaultPath::parse(&vault, "leak.md"), Err(PathError::Escapes));
-        assert_eq!(
-            VaultPath::parse(&vault, "dangling.md"),
-            Err(PathError::Escapes)
-        );
-    }
-
-    #[test]
-    fn a_caller_cannot_name_a_file_longer_than_the_file_system_takes() {
-        let dir = tempfile::tempdir().unwrap();
-        let vault = Vault::open(dir.path()).unwrap();
-        let name = |bytes: usize| format!("{}.md", "a".repeat(bytes - 3));
-        let longest = format!("f/{}", name(SEGMENT_MAX_BYTES));
-        assert_eq!(
-            VaultPath::parse(&vault, &longest).map(|p| p.as_str().to_owned()),
-            Ok(longest.clone())
-        );
-        // The file it names can be created: the limit is the file system's.
-        std::fs::create_dir(dir.path().join("f")).unwrap();
-        std::fs::write(dir.path().join(&longest), "- x\n").unwrap();
-        for long in [
-            name(SEGMENT_MAX_BYTES + 1),
-            format!("{}/a.md", "d".repeat(SEGMENT_MAX_BYTES + 1)),
-            // 88 characters, 258 bytes in UTF-8.
-            format!("{}.md", "東".repeat(85)),
-        ] {
-            assert_eq!(
-                VaultPath::parse(&vault, &long),
-                Err(PathError::NameTooLong),
-                "{long}"
-            );
-        }
-    }
-
-    #[test]
-    fn open_rejects_missing_and_files() {
-        let dir = tempfile::tempdir().unwrap();
-        assert!(matches!(
-            Vault::open(&dir.path().join("nope")),
-            Err(crate::VaultError::Missing(_))
-        ));
-        std::fs::write(dir.path().join("f"), "").unwrap();
-        assert!(matches!(
-            Vault::open(&dir.path().join("f")),
-            Err(crate::VaultError::NotADirectory(_))
-        ));
-        let v = Vault::open(dir.path()).unwrap();
-        assert!(v.pkm_dir().is_dir());
     }
 }

@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use crate::dialect::Dialect;
 use crate::frontmatter;
+use crate::inline_tags::{self, normalize};
 use crate::lines::{self, Fence, Line};
-use crate::tags;
 
 /// Deepest block nesting kept (headings and list items together).
 pub const MAX_DEPTH: usize = 128;
@@ -213,7 +213,7 @@ pub fn parse_page_as(text: &str, name: &str, dialect: &Dialect) -> ParsedPage {
     dedup_ci(&mut page_tags);
     let mut all_tags = page_tags.clone();
     all_tags.extend(
-        tags::extract_inline_tags_as(text, dialect)
+        inline_tags::extract_inline_tags_as(text, dialect)
             .into_iter()
             .map(|(t, _)| t),
     );
@@ -265,11 +265,7 @@ pub(crate) fn collect_list(v: &Value, is_tags: bool, out: &mut Vec<String>) {
                     _ => continue,
                 };
                 let s = strip_brackets(s.trim());
-                let s = if is_tags {
-                    tags::normalize(s)
-                } else {
-                    s.to_owned()
-                };
+                let s = if is_tags { normalize(s) } else { s.to_owned() };
                 if !s.is_empty() {
                     out.push(s);
                 }
@@ -289,12 +285,12 @@ fn split_refs(s: &str, is_tags: bool) -> Vec<String> {
             out.extend(
                 piece
                     .split_whitespace()
-                    .map(tags::normalize)
+                    .map(normalize)
                     .filter(|t| !t.is_empty()),
             );
         } else {
             let item = if is_tags {
-                tags::normalize(bracketed)
+                normalize(bracketed)
             } else {
                 bracketed.trim().to_owned()
             };

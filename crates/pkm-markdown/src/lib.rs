@@ -7,10 +7,11 @@ pub mod block_parser;
 pub mod dialect;
 pub mod error;
 pub mod frontmatter;
+mod inline_tags;
 mod lines;
 pub mod linker;
 mod outline;
-mod scan;
+mod regions;
 pub mod serialize;
 pub mod tags;
 

@@ -3,7 +3,7 @@
 //! (comments included) or URLs. `#[[tag]]` is a tag, not a link (see [`crate::tags`]).
 
 use crate::dialect::{Dialect, percent_decode};
-use crate::scan::{self, WikiPrefix};
+use crate::regions::{self, WikiPrefix};
 
 /// How a link was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -49,17 +49,17 @@ pub fn extract_links_as(text: &str, dialect: &Dialect) -> Vec<Link> {
     if !text.contains('[') && !text.contains("((") && !tags_are_links {
         return Vec::new();
     }
-    let s = scan::scan(text, dialect);
-    let allowed = scan::gaps(&s.code, text.len());
+    let s = regions::find(text, dialect);
+    let allowed = regions::gaps(&s.code, text.len());
     // A wiki link may hold a code span (`[[T|`x`]]`), but none starts inside code.
-    let wikis: Vec<scan::Wiki> = scan::wikilinks(text, &scan::gaps(&s.blocks, text.len()))
+    let wikis: Vec<regions::Wiki> = regions::wikilinks(text, &regions::gaps(&s.blocks, text.len()))
         .into_iter()
         .filter(|w| {
             let i = s.code.partition_point(|c| c.end <= w.range.start);
             s.code.get(i).is_none_or(|c| c.start > w.range.start)
         })
         .collect();
-    let wiki_ranges = scan::merge(wikis.iter().map(|w| w.range.clone()).collect());
+    let wiki_ranges = regions::merge(wikis.iter().map(|w| w.range.clone()).collect());
     let mut out = block_refs(text, &allowed);
     if tags_are_links {
         out.extend(

@@ -1,139 +1,18 @@
-//! Tags: inline `#tag` and `#[[multi word]]` extraction, and the two tag edits (add to the
-//! frontmatter list, remove everywhere) made as the smallest text change, every other byte kept.
+//! The two tag edits (add to the page's tags, remove everywhere), each made as the smallest text
+//! change, every other byte kept. Reading tags is `inline_tags.rs` (inline `#tag`) and the block
+//! parser (page tags); the readers are re-exported here, so `tags` is where a caller finds both.
 
 use std::ops::Range;
 
 use serde_json::Value;
 
 use crate::block_parser::{collect_list, strip_brackets};
-use crate::dialect::Dialect;
 use crate::error::TagEditError;
 use crate::frontmatter::{self, FrontmatterSpan};
+use crate::inline_tags::inline_tags;
+pub use crate::inline_tags::{extract_inline_tags, extract_inline_tags_as, normalize};
 use crate::lines;
-use crate::scan::{self, WikiPrefix};
-
-/// A tag found in the body, with the span of its source (`#tag` or `#[[multi word]]`).
-struct InlineTag {
-    tag: String,
-    span: Range<usize>,
-}
-
-/// Inline tags of `text` (frontmatter skipped), without the `#`, with the byte offset of their
-/// `#`. A tag is `#` followed by letters, digits and `_ - / .` (a trailing `.` or `/` is
-/// punctuation, and a tag of digits only is not a tag: `#1` is an issue number). It must not
-/// follow a letter, digit or other word character (`a#b`, `&#39;`, `page.md#part`), and is never
-/// taken from code, HTML, links, URLs or headings' `# `. `#[[multi word]]` gives `multi word`.
-pub fn extract_inline_tags(text: &str) -> Vec<(String, usize)> {
-    extract_inline_tags_as(text, &Dialect::default())
-}
-
-/// [`extract_inline_tags`] in a vault kept in `dialect` (Obsidian's `%%comments%%` hold none).
-pub fn extract_inline_tags_as(text: &str, dialect: &Dialect) -> Vec<(String, usize)> {
-    inline_tags_as(text, dialect)
-        .into_iter()
-        .map(|t| (t.tag, t.span.start))
-        .collect()
-}
-
-/// Strips a leading `#` and surrounding whitespace.
-pub fn normalize(tag: &str) -> String {
-    tag.trim().trim_start_matches('#').trim().to_owned()
-}
-
-fn inline_tags(text: &str) -> Vec<InlineTag> {
-    inline_tags_as(text, &Dialect::default())
-}
-
-fn inline_tags_as(text: &str, dialect: &Dialect) -> Vec<InlineTag> {
-    if !text.contains('#') {
-        return Vec::new();
-    }
-    let s = scan::scan(text, dialect);
-    let mut code_and_fm = s.code.clone();
-    code_and_fm.push(0..s.body_start);
-    let code_and_fm = scan::merge(code_and_fm);
-    let wikis = scan::wikilinks(text, &scan::gaps(&code_and_fm, text.len()));
-
-    let mut excluded = code_and_fm;
-    excluded.extend(s.links.iter().map(|l| l.range.clone()));
-    excluded.extend(wikis.iter().map(|w| w.range.clone()));
-    excluded.extend(scan::bare_urls(text));
-    let excluded = scan::merge(excluded);
-
-    let mut out = Vec::new();
-    for w in wikis.iter().filter(|w| w.prefix == WikiPrefix::Hash) {
-        let link_inside = s
-            .links
-            .iter()
-            .any(|l| l.range.start <= w.range.start && w.range.end <= l.range.end);
-        let inner = text.get(w.inner.clone()).unwrap_or_default().trim();
-        if w.range.start >= s.body_start
-            && !link_inside
-            && may_follow(prev_char(text, w.range.start))
-            && !inner.is_empty()
-        {
-            out.push(InlineTag {
-                tag: inner.to_owned(),
-                span: w.range.clone(),
-            });
-        }
-    }
-    for gap in scan::gaps(&excluded, text.len()) {
-        let Some(segment) = text.get(gap.clone()) else {
-            continue;
-        };
-        let mut from = 0;
-        while let Some(rel) = segment.get(from..).and_then(|t| t.find('#')) {
-            let at = gap.start + from + rel;
-            from += rel + 1;
-            if !may_follow(prev_char(text, at)) {
-                continue;
-            }
-            let body = segment.get(from..).unwrap_or_default();
-            let len: usize = body
-                .chars()
-                .take_while(|&c| is_tag_char(c))
-                .map(char::len_utf8)
-                .sum();
-            let tag = body
-                .get(..len)
-                .unwrap_or_default()
-                .trim_end_matches(['.', '/']);
-            from += len;
-            if tag.is_empty() || tag.bytes().all(|b| b.is_ascii_digit()) {
-                continue;
-            }
-            out.push(InlineTag {
-                tag: tag.to_owned(),
-                span: at..at + 1 + tag.len(),
-            });
-        }
-    }
-    out.sort_by_key(|t| t.span.start);
-    out
-}
-
-fn is_tag_char(c: char) -> bool {
-    c.is_alphanumeric() || matches!(c, '_' | '-' | '/' | '.')
-}
-
-fn prev_char(text: &str, at: usize) -> Option<char> {
-    text.get(..at).and_then(|t| t.chars().next_back())
-}
-
-/// What may stand right before a tag's `#`: nothing, whitespace, or opening punctuation.
-fn may_follow(prev: Option<char>) -> bool {
-    match prev {
-        None => true,
-        Some(c) => {
-            c.is_whitespace()
-                || matches!(
-                    c,
-                    '(' | ',' | ';' | '*' | '~' | '"' | '\'' | '>' | '{' | '|'
-                )
-        }
-    }
-}
+use crate::regions;
 
 /// Adds `tag` to the note's page tags, in the form the note already uses. `Ok(None)` when the
 /// note already has it (in frontmatter, in Logseq `tags::` on the first block, or as an inline
@@ -300,8 +179,8 @@ pub fn remove_tag(text: &str, tag: &str) -> Result<(String, usize), TagEditError
             }
         }
         if !emptied.is_empty() {
-            let emptied = scan::merge(emptied);
-            let rest = scan::gaps(&emptied, span.yaml.end);
+            let emptied = regions::merge(emptied);
+            let rest = regions::gaps(&emptied, span.yaml.end);
             let only_tags = rest.iter().filter(|r| r.end > span.yaml.start).all(|r| {
                 text.get(r.start.max(span.yaml.start)..r.end)
                     .is_some_and(|t| t.trim().is_empty())

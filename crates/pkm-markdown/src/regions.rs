@@ -21,7 +21,7 @@ pub(crate) struct MdLink {
 }
 
 /// What pulldown-cmark found in the body of a note; all offsets are into the whole text.
-pub(crate) struct Scan {
+pub(crate) struct Regions {
     /// Where the body starts ([`frontmatter::body_start`]).
     pub body_start: usize,
     /// Code spans, code blocks and HTML (and the dialect's comments and literal blocks), sorted
@@ -34,7 +34,7 @@ pub(crate) struct Scan {
     pub links: Vec<MdLink>,
 }
 
-pub(crate) fn scan(text: &str, dialect: &Dialect) -> Scan {
+pub(crate) fn find(text: &str, dialect: &Dialect) -> Regions {
     let body_start = frontmatter::body_start(text);
     let body = text.get(body_start..).unwrap_or_default();
     let mut blocks = Vec::new();
@@ -64,7 +64,7 @@ pub(crate) fn scan(text: &str, dialect: &Dialect) -> Scan {
             });
         }
     }
-    Scan {
+    Regions {
         body_start,
         code,
         blocks: merge(blocks),
@@ -416,7 +416,7 @@ mod tests {
     #[test]
     fn code_regions() {
         let t = "---\na: `x`\n---\ntext `code` <!-- c -->\n\n```\nblock\n```\n";
-        let s = scan(t, &Dialect::default());
+        let s = find(t, &Dialect::default());
         let found: Vec<_> = s.code.iter().map(|r| &t[r.clone()]).collect();
         assert_eq!(found, vec!["`code`", "<!-- c -->", "```\nblock\n```"]);
     }
