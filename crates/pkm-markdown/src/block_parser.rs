@@ -97,6 +97,8 @@ pub struct Block {
     pub priority: Option<Priority>,
     /// `key:: value` lines, in order (`id` and `collapsed` included).
     pub properties: Vec<(String, String)>,
+    /// Where each of `properties` stands in the text, in the same order.
+    pub property_spans: Vec<PropertySpan>,
     /// `collapsed:: true`.
     pub collapsed: bool,
     pub heading_level: Option<u8>,
@@ -107,6 +109,14 @@ pub struct Block {
     /// break. Children are outside it.
     pub range: Range<usize>,
     pub kind: BlockKind,
+}
+
+/// Where a `key:: value` property stands in the text: byte ranges into the parsed text.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PropertySpan {
+    pub key: Range<usize>,
+    /// The value without the blanks around it; for `key::` alone, empty, right after the `::`.
+    pub value: Range<usize>,
 }
 
 /// A note parsed into its page model.
@@ -277,26 +287,42 @@ pub(crate) fn collect_list(v: &Value, is_tags: bool, out: &mut Vec<String>) {
 
 /// Splits `a, [[b c]], #d` into items; for tags, also on whitespace outside `[[...]]`.
 fn split_refs(s: &str, is_tags: bool) -> Vec<String> {
+    ref_items(s, is_tags)
+        .into_iter()
+        .map(|(_, item)| item)
+        .filter(|item| !item.is_empty())
+        .collect()
+}
+
+/// The items of a list written in one string (`a, [[b c]], #d`), each with its byte range in `s`:
+/// split on commas; a piece that is not one `[[...]]` / `#[[...]]` is, for tags, also split on
+/// whitespace. Tags are normalized, aliases trimmed; an item may be empty (`#`, `[[]]`).
+pub(crate) fn ref_items(s: &str, is_tags: bool) -> Vec<(Range<usize>, String)> {
     let mut out = Vec::new();
+    let mut pos = 0;
     for piece in s.split(',') {
-        let piece = piece.trim();
-        let bracketed = strip_brackets(piece);
-        if is_tags && bracketed.len() == piece.len() {
-            out.extend(
-                piece
-                    .split_whitespace()
-                    .map(normalize)
-                    .filter(|t| !t.is_empty()),
-            );
+        let piece_start = pos;
+        pos += piece.len() + 1;
+        let trimmed = piece.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        let t_start = piece_start + (piece.len() - piece.trim_start().len());
+        let bracketed = strip_brackets(trimmed);
+        if is_tags && bracketed.len() == trimmed.len() {
+            let mut from = 0;
+            for word in trimmed.split_whitespace() {
+                let rel = trimmed.get(from..).and_then(|t| t.find(word)).unwrap_or(0) + from;
+                from = rel + word.len();
+                out.push((t_start + rel..t_start + rel + word.len(), normalize(word)));
+            }
         } else {
             let item = if is_tags {
                 normalize(bracketed)
             } else {
                 bracketed.trim().to_owned()
             };
-            if !item.is_empty() {
-                out.push(item);
-            }
+            out.push((t_start..t_start + trimmed.len(), item));
         }
     }
     out
@@ -568,7 +594,7 @@ impl Builder<'_> {
                     else {
                         break;
                     };
-                    apply_property(&mut block, k, v);
+                    apply_property(&mut block, self.text, k, v);
                     rest = tail;
                 }
                 BlockKind::Paragraph
@@ -657,7 +683,7 @@ impl Builder<'_> {
                         range: range_start..l.end,
                         ..Block::default()
                     };
-                    first_line(&mut block, &mut st, rest);
+                    first_line(&mut block, &mut st, self.text, rest);
                     self.push_frame(Frame {
                         block,
                         kind: FrameKind::Item(st),
@@ -670,6 +696,7 @@ impl Builder<'_> {
 
     /// Adds a (dedented) line to the deepest open item.
     fn add_item_line(&mut self, line: &str, end: usize) {
+        let text = self.text;
         let Some((block, st)) = self.top_item() else {
             return;
         };
@@ -687,7 +714,7 @@ impl Builder<'_> {
             && st.pending_blanks == 0
             && let Some((k, v)) = lines::property(line)
         {
-            apply_property(block, k, v);
+            apply_property(block, text, k, v);
             st.lazy_ok = true;
             return;
         }
@@ -782,17 +809,37 @@ fn push_content(block: &mut Block, st: &mut ItemState, line: &str) {
     st.pending_blanks = 0;
 }
 
-fn apply_property(block: &mut Block, key: &str, value: &str) {
+/// Records the property `key:: value`; both are slices of `text`, the note being parsed.
+fn apply_property(block: &mut Block, text: &str, key: &str, value: &str) {
     if key.eq_ignore_ascii_case("collapsed") {
         block.collapsed = value.eq_ignore_ascii_case("true");
     } else if key.eq_ignore_ascii_case("id") && lines::is_uuid(value) {
         block.id = Some(value.to_owned());
     }
     block.properties.push((key.to_owned(), value.to_owned()));
+    if let (Some(k), Some(v)) = (offset_in(text, key), offset_in(text, value)) {
+        let key_range = k..k + key.len();
+        // `key::` alone: the value is where the `::` ends.
+        let value = if value.is_empty() {
+            key_range.end + 2..key_range.end + 2
+        } else {
+            v..v + value.len()
+        };
+        block.property_spans.push(PropertySpan {
+            key: key_range,
+            value,
+        });
+    }
+}
+
+/// Where `part`, a slice of `text`, starts in it (`None` for a string that is not part of it).
+fn offset_in(text: &str, part: &str) -> Option<usize> {
+    let at = (part.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+    (at + part.len() <= text.len()).then_some(at)
 }
 
 /// The text after a bullet: heading hashes, marker, priority, then a property or the content.
-fn first_line(block: &mut Block, st: &mut ItemState, rest: &str) {
+fn first_line(block: &mut Block, st: &mut ItemState, text: &str, rest: &str) {
     let (heading, rest) = take_heading(rest);
     let (marker, rest) = take_marker(rest);
     let (priority, rest) = take_priority(rest);
@@ -804,7 +851,7 @@ fn first_line(block: &mut Block, st: &mut ItemState, rest: &str) {
         && priority.is_none()
         && let Some((k, v)) = lines::property(rest)
     {
-        apply_property(block, k, v);
+        apply_property(block, text, k, v);
         st.lazy_ok = true;
         return;
     }

@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use serde_json::Value;
 
-use crate::block_parser::{collect_list, strip_brackets};
+use crate::block_parser::{self, BlockKind, PropertySpan, collect_list};
 use crate::error::TagEditError;
 use crate::frontmatter::{self, FrontmatterSpan};
 use crate::inline_tags::inline_tags;
@@ -37,7 +37,7 @@ pub fn add_tag(text: &str, tag: &str) -> Result<Option<String>, TagEditError> {
         None => None,
     };
     // Tagged already: frontmatter, Logseq `tags::` on the first block, or inline.
-    if crate::block_parser::parse_page(text, "")
+    if block_parser::parse_page(text, "")
         .tags
         .iter()
         .any(|t| t.to_lowercase() == key)
@@ -320,118 +320,82 @@ struct PropLine {
     items: Vec<Item>,
 }
 
-/// Reads [`PageProps`] of the first block of `text[body_start..]`. `Ok(None)` when the first
-/// block has no properties; an error when the lines found are not what the block parser reads.
+/// Reads [`PageProps`] of the first block of `text[body_start..]`, as the block parser found
+/// them. `Ok(None)` when the first block has no properties.
 fn page_props(text: &str, body_start: usize) -> Result<Option<PageProps>, TagEditError> {
-    let mut it = lines::lines(text, body_start)
-        .skip_while(|l| lines::is_blank(text.get(l.start..l.end).unwrap_or_default()));
-    let Some(first) = it.next() else {
+    let blocks = block_parser::parse_blocks(text, body_start);
+    let Some(block) = blocks.first() else {
         return Ok(None);
     };
-    let s = text.get(first.start..first.end).unwrap_or_default();
+    let line_at = |at: usize| {
+        lines::lines(text, body_start)
+            .find(|l| l.start <= at && at <= l.end)
+            .ok_or_else(unsupported_props)
+    };
+    let mut props: Vec<(lines::Line, &PropertySpan)> = Vec::new();
+    for span in &block.property_spans {
+        props.push((line_at(span.key.start)?, span));
+    }
+    let Some(&(last, _)) = props.last() else {
+        return Ok(None);
+    };
+    // The block's first line: a list item's bullet line, or the paragraph's first property.
+    let first = line_at(block.range.start)?;
+    let list_item = block.kind == BlockKind::ListItem;
+    let s = text
+        .get(first.start..first.end)
+        .ok_or_else(unsupported_props)?;
     let (cols, ibytes) = lines::indent(s);
-    let after = s.get(ibytes..).unwrap_or_default();
-    let mut props: Vec<(lines::Line, usize, bool)> = Vec::new();
-    let mut after_props: Option<lines::Line> = None;
-    // The item's text column (none for a paragraph).
-    let max_cols;
-    let indent;
-    if cols <= 3 && !lines::is_thematic_break(after) && lines::bullet(after, cols).is_some() {
-        let b = lines::bullet(after, cols).ok_or_else(unsupported_props)?;
-        let rest_at = first.start + ibytes + b.content_offset_bytes.min(after.len());
-        let rest = text.get(rest_at..first.end).unwrap_or_default();
-        if lines::property(rest).is_some() {
-            props.push((first, rest_at, true));
+    let lead = s.get(..ibytes).ok_or_else(unsupported_props)?;
+    // What stands before the key on a new property line: a list item's text column (the bullet
+    // line's indentation, then spaces under the bullet), or a paragraph's indentation.
+    let indent = match list_item {
+        true => {
+            let after = s.get(ibytes..).ok_or_else(unsupported_props)?;
+            let bullet = lines::bullet(after, cols).ok_or_else(unsupported_props)?;
+            format!("{lead}{}", " ".repeat(bullet.content_offset_cols))
         }
-        max_cols = Some(cols + b.content_offset_cols);
-        indent = format!(
-            "{}{}",
-            s.get(..ibytes).unwrap_or_default(),
-            " ".repeat(b.content_offset_cols)
-        );
-    } else if cols <= 3 && lines::property(after).is_some() {
-        props.push((first, first.start + ibytes, false));
-        max_cols = None;
-        indent = s.get(..ibytes).unwrap_or_default().to_owned();
-    } else {
-        return Ok(None);
-    }
-    for l in it {
-        let s = text.get(l.start..l.end).unwrap_or_default();
-        let (c, ib) = lines::indent(s);
-        // As the block parser reads it: an item's line without the item's indentation (a tab
-        // that straddles it goes), a paragraph's or a lazy line without all of it.
-        let a = match max_cols {
-            Some(m) if c >= m => lines::strip_cols(s, m),
-            _ => s.get(ib..).unwrap_or_default(),
-        };
-        if !lines::is_blank(s) && lines::property(a).is_some() {
-            props.push((l, l.end - a.len(), false));
-        } else {
-            after_props = Some(l);
-            break;
-        }
-    }
-    let Some(&(last, _, _)) = props.last() else {
-        return Ok(None);
+        false => lead.to_owned(),
     };
-    // What this reader found must be what the block parser reads.
-    let parsed = crate::block_parser::parse_blocks(text, body_start);
-    let parsed_keys: Vec<String> = parsed
-        .first()
-        .map(|b| b.properties.iter().map(|(k, _)| k.to_lowercase()).collect())
-        .unwrap_or_default();
-    let keys: Vec<String> = props
-        .iter()
-        .filter_map(|(l, at, _)| {
-            let s = text.get(*at..l.end)?;
-            lines::property(s).map(|(k, _)| k.to_lowercase())
-        })
-        .collect();
-    if keys != parsed_keys {
-        return if parsed_keys.iter().any(|k| k == "tags") {
-            Err(unsupported_props())
-        } else {
-            Ok(None)
-        };
-    }
+    let after_props = lines::lines(text, last.next)
+        .next()
+        .filter(|_| last.next > last.end);
     let mut tags = None;
     let mut next_own = None;
     let mut next_line = after_props;
-    for (i, (l, at, on_bullet)) in props.iter().enumerate() {
-        let s = text.get(*at..l.end).unwrap_or_default();
-        if !lines::property(s).is_some_and(|(k, _)| k.eq_ignore_ascii_case("tags")) {
-            continue;
-        }
-        let Some(sep) = s.find("::") else { continue };
-        let v_raw = s.get(sep + 2..).unwrap_or_default();
-        let lead = v_raw.len() - v_raw.trim_start_matches([' ', '\t']).len();
-        let v_start = at + sep + 2 + lead;
-        let v_end = v_start + v_raw.trim_matches([' ', '\t']).len();
-        let value = if v_end > v_start {
-            v_start..v_end
-        } else {
-            at + sep + 2..at + sep + 2
-        };
+    if let Some(i) = block
+        .properties
+        .iter()
+        .position(|(k, _)| k.eq_ignore_ascii_case("tags"))
+        && let Some(&(line, span)) = props.get(i)
+    {
+        let value = text.get(span.value.clone()).ok_or_else(unsupported_props)?;
         tags = Some(PropLine {
-            line: *l,
-            key_start: *at,
-            on_bullet: *on_bullet,
-            items: split_prop_items(text, value.clone()),
-            value,
+            line,
+            key_start: span.key.start,
+            on_bullet: list_item && line.start == first.start,
+            items: block_parser::ref_items(value, true)
+                .into_iter()
+                .map(|(r, value)| Item {
+                    span: span.value.start + r.start..span.value.start + r.end,
+                    value,
+                    line_start: 0,
+                    line_next: 0,
+                })
+                .collect(),
+            value: span.value.clone(),
         });
-        next_own = props.get(i + 1).map(|(l, _, _)| *l);
-        next_line = props.get(i + 1).map(|(l, _, _)| *l).or(after_props);
-        break;
+        next_own = props.get(i + 1).map(|(l, _)| *l);
+        next_line = next_own.or(after_props);
     }
     let next_is_inside = next_line.is_some_and(|n| {
-        let s = text.get(n.start..n.end).unwrap_or_default();
-        !lines::is_blank(s) && lines::indent(s).0 > cols
+        text.get(n.start..n.end)
+            .is_some_and(|s| !lines::is_blank(s) && lines::indent(s).0 > cols)
     });
     Ok(Some(PageProps {
         last,
         indent,
-        first_of_paragraph: max_cols.is_none().then_some(first),
+        first_of_paragraph: (!list_item).then_some(first),
         tags,
         next_own,
         next_is_inside,
@@ -444,50 +408,11 @@ fn unsupported_props() -> TagEditError {
     )
 }
 
-/// Items of a `tags::` value as the block parser splits it: on commas, and a piece that is not
-/// one `[[...]]` / `#[[...]]` also on whitespace.
-fn split_prop_items(text: &str, value: Range<usize>) -> Vec<Item> {
-    let s = text.get(value.clone()).unwrap_or_default();
-    let mut out = Vec::new();
-    let mut pos = 0;
-    for piece in s.split(',') {
-        let piece_start = value.start + pos;
-        pos += piece.len() + 1;
-        let trimmed = piece.trim();
-        if trimmed.is_empty() {
-            continue;
-        }
-        let t_start = piece_start + (piece.len() - piece.trim_start().len());
-        let bracketed = strip_brackets(trimmed);
-        if bracketed.len() != trimmed.len() {
-            out.push(Item {
-                span: t_start..t_start + trimmed.len(),
-                value: normalize(bracketed),
-                line_start: 0,
-                line_next: 0,
-            });
-            continue;
-        }
-        let mut from = 0;
-        for word in trimmed.split_whitespace() {
-            let rel = trimmed.get(from..).and_then(|t| t.find(word)).unwrap_or(0) + from;
-            from = rel + word.len();
-            out.push(Item {
-                span: t_start + rel..t_start + rel + word.len(),
-                value: normalize(word),
-                line_start: 0,
-                line_next: 0,
-            });
-        }
-    }
-    out
-}
-
 /// The tags of the first block's `tags::` property of `text`.
 fn first_block_tags(text: &str) -> Vec<String> {
     let body_start = frontmatter::body_start(text);
     let mut out = Vec::new();
-    if let Some(b) = crate::block_parser::parse_blocks(text, body_start).first() {
+    if let Some(b) = block_parser::parse_blocks(text, body_start).first() {
         for (k, v) in &b.properties {
             if k.eq_ignore_ascii_case("tags") {
                 collect_list(&Value::String(v.clone()), true, &mut out);
