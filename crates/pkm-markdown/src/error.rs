@@ -44,6 +44,10 @@ pub enum MarkdownError {
     /// The frontmatter `tags` value has a shape this crate does not edit in place.
     #[error("cannot edit frontmatter tags: {0}")]
     UnsupportedTags(String),
+    /// A tag edit located text at bytes the note does not hold there: a fault of the edit, which
+    /// is refused rather than written.
+    #[error("the tag edit lost its place in the note (bytes {start}..{end})")]
+    LostPlace { start: usize, end: usize },
 }
 
 /// Errors of frontmatter parsing.
@@ -52,9 +56,13 @@ pub type FrontmatterError = MarkdownError;
 pub type TagEditError = MarkdownError;
 
 impl MarkdownError {
-    /// Every error of this crate is about the input text, so every one is `InvalidArgs`.
+    /// Every error of this crate but [`MarkdownError::LostPlace`] is about the input text, so
+    /// `InvalidArgs`; a lost place is this crate's fault, `Internal`.
     pub fn kind(&self) -> ErrorKind {
-        ErrorKind::InvalidArgs
+        match self {
+            MarkdownError::LostPlace { .. } => ErrorKind::Internal,
+            _ => ErrorKind::InvalidArgs,
+        }
     }
 }
 
@@ -63,6 +71,9 @@ impl From<MarkdownError> for KbError {
         let hint = match e {
             MarkdownError::InvalidTag(_) => {
                 "Tags are letters, digits and `_ - / .`, without spaces."
+            }
+            MarkdownError::LostPlace { .. } => {
+                "This is a fault of the server, not of the note; edit the note with {save_page}."
             }
             MarkdownError::UnsupportedTags(_) => {
                 "Write `tags` as a list (`tags: [a, b]`) and retry, or edit the note with {save_page}."

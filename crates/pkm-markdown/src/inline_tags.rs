@@ -60,7 +60,10 @@ fn inline_tags_as(text: &str, dialect: &Dialect) -> Vec<InlineTag> {
             .links
             .iter()
             .any(|l| l.range.start <= w.range.start && w.range.end <= l.range.end);
-        let inner = text.get(w.inner.clone()).unwrap_or_default().trim();
+        // The regions come from this text; a range that is not in it names no tag.
+        let Some(inner) = text.get(w.inner.clone()).map(str::trim) else {
+            continue;
+        };
         if w.range.start >= s.body_start
             && !link_inside
             && may_follow(prev_char(text, w.range.start))
@@ -83,16 +86,18 @@ fn inline_tags_as(text: &str, dialect: &Dialect) -> Vec<InlineTag> {
             if !may_follow(prev_char(text, at)) {
                 continue;
             }
-            let body = segment.get(from..).unwrap_or_default();
+            let Some(body) = segment.get(from..) else {
+                break;
+            };
             let len: usize = body
                 .chars()
                 .take_while(|&c| is_tag_char(c))
                 .map(char::len_utf8)
                 .sum();
-            let tag = body
-                .get(..len)
-                .unwrap_or_default()
-                .trim_end_matches(['.', '/']);
+            // `len` is a sum of whole characters of `body`: the slice exists.
+            let Some(tag) = body.get(..len).map(|t| t.trim_end_matches(['.', '/'])) else {
+                break;
+            };
             from += len;
             if tag.is_empty() || tag.bytes().all(|b| b.is_ascii_digit()) {
                 continue;

@@ -32,7 +32,7 @@ pub fn add_tag(text: &str, tag: &str) -> Result<Option<String>, TagEditError> {
     let span = frontmatter::locate(text);
     let fm = match &span {
         Some(span) => Some(frontmatter::parse_yaml(
-            text.get(span.yaml.clone()).unwrap_or_default(),
+            Span::from(span.yaml.clone()).of(text)?,
         )?),
         None => None,
     };
@@ -93,7 +93,10 @@ pub fn add_tag(text: &str, tag: &str) -> Result<Option<String>, TagEditError> {
             Shape::Empty => vec![Edit::insert(k.colon + 1, format!(" [{item}]"))],
             Shape::Flow(f) => match (f.items.first(), f.items.last()) {
                 (Some(_), Some(last)) => vec![Edit::insert(last.span.end, format!(", {item}"))],
-                _ => vec![Edit::replace(f.open..f.close + 1, format!("[{item}]"))],
+                _ => vec![Edit::replace(
+                    Span::new(f.open, f.close + 1),
+                    format!("[{item}]"),
+                )],
             },
             Shape::Block { items, indent } => {
                 let at = items.last().map_or(k.line_next, |i| i.line_next);
@@ -106,7 +109,7 @@ pub fn add_tag(text: &str, tag: &str) -> Result<Option<String>, TagEditError> {
             }
         },
     };
-    let out = apply(text, edits);
+    let out = apply(text, edits)?;
     // The edit is checked by reading it back: a shape this code misjudged is refused, not written.
     let check = frontmatter::parse(&out).ok().flatten();
     if !check.is_some_and(|fm| fm_tags(&fm).iter().any(|t| t.to_lowercase() == key)) {
@@ -128,129 +131,200 @@ pub fn remove_tag(text: &str, tag: &str) -> Result<(String, usize), TagEditError
     let tag = valid_tag(tag)?;
     let key = tag.to_lowercase();
     let matches = |v: &str| normalize(v).to_lowercase() == key;
-    let mut edits = Vec::new();
-    let mut count = 0;
+    let mut removal = Removal {
+        matches: &matches,
+        edits: Vec::new(),
+        count: 0,
+    };
     let span = frontmatter::locate(text);
-    let mut fm_removed = false;
-    if let Some(span) = &span {
-        let fm = frontmatter::parse_yaml(text.get(span.yaml.clone()).unwrap_or_default())?;
+    let frontmatter = match &span {
+        Some(span) => removal.in_frontmatter(text, span)?,
+        None => FrontmatterAfter::Absent,
+    };
+    let body_start = frontmatter::body_start_with(text, span.as_ref());
+    let property = removal.in_page_property(text, body_start)?;
+    removal.in_text(text, &key, property)?;
+    if removal.count == 0 {
+        return Ok((text.to_owned(), 0));
+    }
+    let out = apply(text, removal.edits)?;
+    reads_back_without(text, &out, &key, frontmatter, property.is_some())?;
+    Ok((out, removal.count))
+}
+
+/// The edits of [`remove_tag`] as they are found, and how many occurrences they remove.
+struct Removal<'m> {
+    matches: &'m dyn Fn(&str) -> bool,
+    edits: Vec<Edit>,
+    count: usize,
+}
+
+/// What [`Removal::in_frontmatter`] left of the frontmatter.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FrontmatterAfter {
+    Absent,
+    Edited,
+    /// Nothing but the removed tags was in it: the whole block goes.
+    Removed,
+}
+
+impl Removal<'_> {
+    /// The tag's items in the frontmatter's `tags` and `tag` keys. A key whose value is left
+    /// empty goes with its lines, and the whole frontmatter when nothing else is left in it.
+    fn in_frontmatter(
+        &mut self,
+        text: &str,
+        span: &FrontmatterSpan,
+    ) -> Result<FrontmatterAfter, TagEditError> {
+        let fm = frontmatter::parse_yaml(Span::from(span.yaml.clone()).of(text)?)?;
         // The lines of keys left empty, which go with their key.
         let mut emptied: Vec<Range<usize>> = Vec::new();
         for key_name in ["tags", "tag"] {
-            let Some(k) = find_key(text, span, &fm, key_name)? else {
-                continue;
-            };
-            let extent = |end: usize| k.line_start..end;
-            match k.shape {
-                Shape::Empty => {}
-                Shape::Flow(f) => {
-                    let n = f.items.iter().filter(|i| matches(&i.value)).count();
-                    if n > 0 && n == f.items.len() {
-                        let end = lines::lines(text, k.line_start)
-                            .find(|l| l.end >= f.close)
-                            .map_or(k.line_next, |l| l.next);
-                        emptied.push(extent(end));
-                    } else {
-                        remove_items(&f.items, &matches, f.open + 1..f.close, "", &mut edits);
-                    }
-                    count += n;
-                }
-                Shape::Block { items, .. } => {
-                    let gone: Vec<&Item> = items.iter().filter(|i| matches(&i.value)).collect();
-                    if !gone.is_empty() && gone.len() == items.len() {
-                        let end = items.last().map_or(k.line_next, |i| i.line_next);
-                        emptied.push(extent(end));
-                    } else {
-                        for i in &gone {
-                            edits.push(Edit::delete(i.line_start..i.line_next));
-                        }
-                    }
-                    count += gone.len();
-                }
-                Shape::Scalar { inner, items, .. } => {
-                    let n = items.iter().filter(|i| matches(&i.value)).count();
-                    if n > 0 && n == items.len() {
-                        emptied.push(extent(k.line_next));
-                    } else {
-                        remove_items(&items, &matches, inner, "", &mut edits);
-                    }
-                    count += n;
-                }
+            if let Some(k) = find_key(text, span, &fm, key_name)? {
+                emptied.extend(self.in_key(text, k));
             }
         }
-        if !emptied.is_empty() {
-            let emptied = regions::merge(emptied);
-            let rest = regions::gaps(&emptied, span.yaml.end);
-            let only_tags = rest.iter().filter(|r| r.end > span.yaml.start).all(|r| {
-                text.get(r.start.max(span.yaml.start)..r.end)
-                    .is_some_and(|t| t.trim().is_empty())
-            });
-            if only_tags {
-                edits.push(Edit::delete(frontmatter::bom_len(text)..span.body_start));
-                fm_removed = true;
-            } else {
-                edits.extend(emptied.into_iter().map(Edit::delete));
+        if emptied.is_empty() {
+            return Ok(FrontmatterAfter::Edited);
+        }
+        let emptied = regions::merge(emptied);
+        let rest = regions::gaps(&emptied, span.yaml.end);
+        let mut only_tags = true;
+        for r in rest.iter().filter(|r| r.end > span.yaml.start) {
+            only_tags &= Span::new(r.start.max(span.yaml.start), r.end)
+                .of(text)?
+                .trim()
+                .is_empty();
+        }
+        if only_tags {
+            self.edits
+                .push(Edit::delete(frontmatter::bom_len(text)..span.body_start));
+            return Ok(FrontmatterAfter::Removed);
+        }
+        self.edits.extend(emptied.into_iter().map(Edit::delete));
+        Ok(FrontmatterAfter::Edited)
+    }
+
+    /// The tag's items in one frontmatter key; the key's lines when every item goes.
+    fn in_key(&mut self, text: &str, k: KeyLine) -> Option<Range<usize>> {
+        let matches = self.matches;
+        let extent = |end: usize| k.line_start..end;
+        match k.shape {
+            Shape::Empty => None,
+            Shape::Flow(f) => {
+                let n = f.items.iter().filter(|i| matches(&i.value)).count();
+                self.count += n;
+                if n > 0 && n == f.items.len() {
+                    let end = lines::lines(text, k.line_start)
+                        .find(|l| l.end >= f.close)
+                        .map_or(k.line_next, |l| l.next);
+                    return Some(extent(end));
+                }
+                let inner = Span::new(f.open + 1, f.close);
+                remove_items(&f.items, matches, inner, "", &mut self.edits);
+                None
+            }
+            Shape::Block { items, .. } => {
+                let gone: Vec<&Item> = items.iter().filter(|i| matches(&i.value)).collect();
+                self.count += gone.len();
+                if !gone.is_empty() && gone.len() == items.len() {
+                    let end = items.last().map_or(k.line_next, |i| i.line_next);
+                    return Some(extent(end));
+                }
+                for i in &gone {
+                    self.edits.push(Edit::delete(i.line_start..i.line_next));
+                }
+                None
+            }
+            Shape::Scalar { inner, items, .. } => {
+                let n = items.iter().filter(|i| matches(&i.value)).count();
+                self.count += n;
+                if n > 0 && n == items.len() {
+                    return Some(extent(k.line_next));
+                }
+                remove_items(&items, matches, inner, "", &mut self.edits);
+                None
             }
         }
     }
-    // Logseq `tags::` on the first block.
-    let body_start = frontmatter::body_start_with(text, span.as_ref());
-    let prop_value = match page_props(text, body_start)? {
-        Some(PageProps {
+
+    /// The tag's items in Logseq `tags::` on the first block; the line when every item goes.
+    /// Returns the property's value, whose inline `#tag`s are its items.
+    fn in_page_property(
+        &mut self,
+        text: &str,
+        body_start: usize,
+    ) -> Result<Option<Span>, TagEditError> {
+        let Some(PageProps {
             tags: Some(p),
             next_own,
             next_is_inside,
             ..
-        }) => {
-            let n = p.items.iter().filter(|i| matches(&i.value)).count();
-            if n > 0 && n == p.items.len() {
-                edits.push(Edit::delete(remove_prop_line(
-                    text,
-                    &p,
-                    next_own,
-                    next_is_inside,
-                )));
-            } else {
-                remove_items(&p.items, &matches, p.value.clone(), "", &mut edits);
+        }) = page_props(text, body_start)?
+        else {
+            return Ok(None);
+        };
+        let n = p.items.iter().filter(|i| (self.matches)(&i.value)).count();
+        if n > 0 && n == p.items.len() {
+            let line = remove_prop_line(text, &p, next_own, next_is_inside)?;
+            self.edits.push(Edit::delete(line));
+        } else {
+            remove_items(&p.items, self.matches, p.value, "", &mut self.edits);
+        }
+        self.count += n;
+        Ok(Some(p.value))
+    }
+
+    /// Every inline `#tag` / `#[[tag]]` outside `property` (the `tags::` value, edited above),
+    /// each with one neighbouring space.
+    fn in_text(
+        &mut self,
+        text: &str,
+        key: &str,
+        property: Option<Span>,
+    ) -> Result<(), TagEditError> {
+        let bytes = text.as_bytes();
+        for t in inline_tags(text)
+            .into_iter()
+            .filter(|t| t.tag.to_lowercase() == key)
+        {
+            let mut r = t.span.clone();
+            if property.is_some_and(|v| v.start <= r.start && r.end <= v.end) {
+                continue;
             }
-            count += n;
-            Some(p.value)
+            let before = r.start.checked_sub(1).and_then(|i| bytes.get(i)).copied();
+            let after = bytes.get(r.end).copied();
+            let after_is_end = matches!(after, None | Some(b'\n' | b'\r'));
+            let after_is_space = matches!(after, Some(b' ' | b'\t'));
+            if matches!(before, Some(b' ' | b'\t'))
+                && (after_is_end
+                    || after_is_space
+                    || after.is_some_and(|b| b".,;:!?)".contains(&b)))
+            {
+                r.start -= 1;
+            } else if matches!(before, None | Some(b'\n')) && after_is_space {
+                r.end += 1;
+            }
+            // The span came from this text: checked here, so a wrong one is an error, not a cut.
+            Span::from(r.clone()).of(text)?;
+            self.edits.push(Edit::delete(r));
+            self.count += 1;
         }
-        _ => None,
-    };
-    let bytes = text.as_bytes();
-    for t in inline_tags(text)
-        .into_iter()
-        .filter(|t| t.tag.to_lowercase() == key)
-    {
-        let mut r = t.span.clone();
-        // `tags:: #a` is an item of the property, edited above.
-        if prop_value
-            .as_ref()
-            .is_some_and(|v| v.start <= r.start && r.end <= v.end)
-        {
-            continue;
-        }
-        let before = r.start.checked_sub(1).and_then(|i| bytes.get(i)).copied();
-        let after = bytes.get(r.end).copied();
-        let after_is_end = matches!(after, None | Some(b'\n' | b'\r'));
-        let after_is_space = matches!(after, Some(b' ' | b'\t'));
-        if matches!(before, Some(b' ' | b'\t'))
-            && (after_is_end || after_is_space || after.is_some_and(|b| b".,;:!?)".contains(&b)))
-        {
-            r.start -= 1;
-        } else if matches!(before, None | Some(b'\n')) && after_is_space {
-            r.end += 1;
-        }
-        edits.push(Edit::delete(r));
-        count += 1;
+        Ok(())
     }
-    if count == 0 {
-        return Ok((text.to_owned(), 0));
-    }
-    let out = apply(text, edits);
-    // Removing a tag glued to the next one (`#a#b`) would turn `#b` into a tag of its own:
-    // every other inline tag must read back as it was, and this one must be gone.
+}
+
+/// The edited text reads back as the note without the tag, and otherwise as it was: every other
+/// inline tag as before (removing `#a` glued to `#b` would make `#b` a tag of its own), the
+/// frontmatter still frontmatter (or, removed, not replaced by the body), the `tags::` property
+/// without the tag.
+fn reads_back_without(
+    text: &str,
+    out: &str,
+    key: &str,
+    frontmatter: FrontmatterAfter,
+    had_property: bool,
+) -> Result<(), TagEditError> {
     let others = |t: &str| -> Vec<String> {
         inline_tags(t)
             .into_iter()
@@ -259,28 +333,30 @@ pub fn remove_tag(text: &str, tag: &str) -> Result<(String, usize), TagEditError
     };
     let mut expected = others(text);
     expected.retain(|t| *t != key);
-    if others(&out) != expected {
+    if others(out) != expected {
         return Err(TagEditError::UnsupportedTags(
             "the tag is glued to the text after it".to_owned(),
         ));
     }
-    if fm_removed {
+    match frontmatter {
         // What followed the frontmatter must not read as frontmatter now.
-        if frontmatter::locate(&out).is_some() {
+        FrontmatterAfter::Removed if frontmatter::locate(out).is_some() => {
             return Err(TagEditError::UnsupportedTags(
                 "the note's body would read as frontmatter".to_owned(),
             ));
         }
-    } else if span.is_some() {
-        let fm = frontmatter::parse(&out).ok().flatten();
-        if fm.is_none_or(|fm| fm_tags(&fm).iter().any(|t| t.to_lowercase() == key)) {
-            return Err(TagEditError::UnsupportedTags(
-                "the edited frontmatter does not read back".to_owned(),
-            ));
+        FrontmatterAfter::Edited => {
+            let fm = frontmatter::parse(out).ok().flatten();
+            if fm.is_none_or(|fm| fm_tags(&fm).iter().any(|t| t.to_lowercase() == key)) {
+                return Err(TagEditError::UnsupportedTags(
+                    "the edited frontmatter does not read back".to_owned(),
+                ));
+            }
         }
+        _ => {}
     }
-    if prop_value.is_some()
-        && first_block_tags(&out)
+    if had_property
+        && first_block_tags(out)
             .iter()
             .any(|t| t.to_lowercase() == key)
     {
@@ -288,7 +364,7 @@ pub fn remove_tag(text: &str, tag: &str) -> Result<(String, usize), TagEditError
             "the edited `tags::` property does not read back".to_owned(),
         ));
     }
-    Ok((out, count))
+    Ok(())
 }
 
 /// The Logseq properties of a note's first block, as the block parser reads them: leading
@@ -316,7 +392,7 @@ struct PropLine {
     /// `tags::` is on the block's bullet line.
     on_bullet: bool,
     /// The value, trimmed (empty, at the key's end, for `tags::` alone).
-    value: Range<usize>,
+    value: Span,
     items: Vec<Item>,
 }
 
@@ -369,21 +445,21 @@ fn page_props(text: &str, body_start: usize) -> Result<Option<PageProps>, TagEdi
         .position(|(k, _)| k.eq_ignore_ascii_case("tags"))
         && let Some(&(line, span)) = props.get(i)
     {
-        let value = text.get(span.value.clone()).ok_or_else(unsupported_props)?;
+        let value = Span::from(span.value.clone());
         tags = Some(PropLine {
             line,
             key_start: span.key.start,
             on_bullet: list_item && line.start == first.start,
-            items: block_parser::ref_items(value, true)
+            items: block_parser::ref_items(value.of(text)?, true)
                 .into_iter()
-                .map(|(r, value)| Item {
-                    span: span.value.start + r.start..span.value.start + r.end,
-                    value,
+                .map(|(r, v)| Item {
+                    span: Span::new(value.start + r.start, value.start + r.end),
+                    value: v,
                     line_start: 0,
                     line_next: 0,
                 })
                 .collect(),
-            value: span.value.clone(),
+            value,
         });
         next_own = props.get(i + 1).map(|(l, _)| *l);
         next_line = next_own.or(after_props);
@@ -438,13 +514,13 @@ fn add_to_props(
     }
     let edit = match &props.tags {
         Some(p) => {
-            let v = text.get(p.value.clone()).unwrap_or_default();
-            let all = |f: &dyn Fn(&str) -> bool| {
-                !p.items.is_empty()
-                    && p.items
-                        .iter()
-                        .all(|i| f(text.get(i.span.clone()).unwrap_or_default()))
-            };
+            let v = p.value.of(text)?;
+            let mut written = Vec::with_capacity(p.items.len());
+            for i in &p.items {
+                written.push(i.span.of(text)?);
+            }
+            let all =
+                |f: &dyn Fn(&str) -> bool| !written.is_empty() && written.iter().all(|s| f(s));
             let item = if all(&|s| s.starts_with("[[")) {
                 format!("[[{tag}]]")
             } else if all(&|s| s.starts_with('#')) {
@@ -474,19 +550,19 @@ fn add_to_props(
             if let Some(first) = props.first_of_paragraph {
                 // Page properties: the new line goes first.
                 let nl = match first.next > first.end {
-                    true => text.get(first.end..first.next).unwrap_or("\n"),
+                    true => Span::new(first.end, first.next).of(text)?,
                     false => text_newline(text),
                 };
                 Edit::insert(first.start, format!("{indent}tags:: {tag}{nl}"))
             } else if l.next > l.end && l.next < text.len() {
-                let nl = text.get(l.end..l.next).unwrap_or("\n");
+                let nl = Span::new(l.end, l.next).of(text)?;
                 Edit::insert(l.next, format!("{indent}tags:: {tag}{nl}"))
             } else {
                 return Err(unsupported_props());
             }
         }
     };
-    let out = apply(text, vec![edit]);
+    let out = apply(text, vec![edit])?;
     if !first_block_tags(&out)
         .iter()
         .any(|t| t.to_lowercase() == key)
@@ -504,22 +580,22 @@ fn remove_prop_line(
     p: &PropLine,
     next_own: Option<lines::Line>,
     next_is_inside: bool,
-) -> Range<usize> {
+) -> Result<Span, TagEditError> {
     let l = p.line;
     if p.on_bullet {
         if let Some(n) = next_own {
-            let s = text.get(n.start..n.end).unwrap_or_default();
-            return p.key_start..n.start + lines::indent(s).1;
+            let s = Span::new(n.start, n.end).of(text)?;
+            return Ok(Span::new(p.key_start, n.start + lines::indent(s).1));
         }
         if next_is_inside {
             // `- tags:: a` becomes `-`.
-            let before = text.get(l.start..p.key_start).unwrap_or_default();
+            let before = Span::new(l.start, p.key_start).of(text)?;
             let kept = before.trim_end_matches([' ', '\t']).len();
-            return l.start + kept..l.end;
+            return Ok(Span::new(l.start + kept, l.end));
         }
     }
     if l.next > l.end {
-        return l.start..l.next;
+        return Ok(Span::new(l.start, l.next));
     }
     let prev_end = text
         .get(..l.start)
@@ -530,7 +606,7 @@ fn remove_prop_line(
                 .len()
         })
         .unwrap_or(l.start);
-    prev_end..l.end
+    Ok(Span::new(prev_end, l.end))
 }
 
 /// The note's line break: `\r\n` when its first line ends so, else `\n`.
@@ -547,7 +623,7 @@ fn text_newline(text: &str) -> &'static str {
 fn remove_items(
     items: &[Item],
     matches: &dyn Fn(&str) -> bool,
-    inner: Range<usize>,
+    inner: Span,
     empty: &str,
     edits: &mut Vec<Edit>,
 ) -> usize {
@@ -573,9 +649,9 @@ fn remove_items(
             items.get(i + 1),
             kept_before.and_then(|k| items.get(k)),
         ) {
-            (true, Some(next), _) => item.span.start..next.span.start,
-            (_, _, Some(prev)) => prev.span.end..item.span.end,
-            _ => item.span.clone(),
+            (true, Some(next), _) => Span::new(item.span.start, next.span.start),
+            (_, _, Some(prev)) => Span::new(prev.span.end, item.span.end),
+            _ => item.span,
         };
         edits.push(Edit::delete(r));
     }
@@ -629,50 +705,80 @@ fn newline(text: &str, span: &FrontmatterSpan) -> &'static str {
     }
 }
 
-/// One text change: replace `range` with `text`.
+/// A byte range of the note's text that a tag edit located. Every slice of the text an edit
+/// reads or keeps is taken through [`Span::of`], the one place an offset is checked: an offset
+/// that is off is an error of the edit ([`TagEditError::LostPlace`]), never an empty string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    start: usize,
+    end: usize,
+}
+
+impl Span {
+    fn new(start: usize, end: usize) -> Span {
+        Span { start, end }
+    }
+
+    /// The text the span covers in `text`.
+    fn of(self, text: &str) -> Result<&str, TagEditError> {
+        text.get(self.start..self.end)
+            .ok_or(TagEditError::LostPlace {
+                start: self.start,
+                end: self.end,
+            })
+    }
+}
+
+impl From<Range<usize>> for Span {
+    fn from(r: Range<usize>) -> Span {
+        Span::new(r.start, r.end)
+    }
+}
+
+/// One text change: replace `span` with `text`.
 struct Edit {
-    range: Range<usize>,
+    span: Span,
     text: String,
 }
 
 impl Edit {
     fn insert(at: usize, text: String) -> Edit {
         Edit {
-            range: at..at,
+            span: Span::new(at, at),
             text,
         }
     }
-    fn delete(range: Range<usize>) -> Edit {
+    fn delete(span: impl Into<Span>) -> Edit {
         Edit {
-            range,
+            span: span.into(),
             text: String::new(),
         }
     }
-    fn replace(range: Range<usize>, text: String) -> Edit {
-        Edit { range, text }
+    fn replace(span: Span, text: String) -> Edit {
+        Edit { span, text }
     }
 }
 
 /// Applies edits; overlapping deletions are merged, and an edit overlapping an earlier one is
 /// folded into it (the text of both is kept, in order).
-fn apply(text: &str, mut edits: Vec<Edit>) -> String {
-    edits.sort_by_key(|e| (e.range.start, e.range.end));
+fn apply(text: &str, mut edits: Vec<Edit>) -> Result<String, TagEditError> {
+    edits.sort_by_key(|e| (e.span.start, e.span.end));
     let mut out = String::with_capacity(text.len() + 64);
     let mut pos = 0;
     for e in edits {
-        let start = e.range.start.max(pos);
-        out.push_str(text.get(pos..start).unwrap_or_default());
+        let start = e.span.start.max(pos);
+        out.push_str(Span::new(pos, start).of(text)?);
         out.push_str(&e.text);
-        pos = pos.max(e.range.end);
+        pos = pos.max(e.span.end);
     }
-    out.push_str(text.get(pos..).unwrap_or_default());
-    out
+    out.push_str(Span::new(pos, text.len()).of(text)?);
+    Ok(out)
 }
 
 /// One item of a tags value: its source span and its unquoted text.
 #[derive(Debug)]
 struct Item {
-    span: Range<usize>,
+    span: Span,
     value: String,
     /// For block-list items: the whole line, line break included.
     line_start: usize,
@@ -695,8 +801,8 @@ enum Shape {
     },
     /// `tags: a, b` or `tags: "a b"`: `whole` is the scalar with quotes, `inner` inside them.
     Scalar {
-        whole: Range<usize>,
-        inner: Range<usize>,
+        whole: Span,
+        inner: Span,
         items: Vec<Item>,
     },
 }
@@ -763,45 +869,46 @@ fn find_key(
         return Err(unsupported());
     };
     let value_start = colon + 1;
-    let raw = text.get(value_start..line.end).unwrap_or_default();
+    let raw = Span::new(value_start, line.end).of(text)?;
     let lead = raw.len() - raw.trim_start_matches([' ', '\t']).len();
     let v_start = value_start + lead;
     let first = text.as_bytes().get(v_start).copied();
     let shape = match first {
         None | Some(b'#' | b'\n' | b'\r') => {
-            let rest = yaml_lines.get(idx + 1..).unwrap_or_default();
-            block_items(text, rest).map_or(Shape::Empty, |(items, indent)| Shape::Block {
+            let rest = yaml_lines.get(idx + 1..).unwrap_or(&[]);
+            block_items(text, rest)?.map_or(Shape::Empty, |(items, indent)| Shape::Block {
                 items,
                 indent,
             })
         }
         Some(b'[') => {
-            Shape::Flow(flow_items(text, v_start, span.yaml.end).ok_or_else(unsupported)?)
+            Shape::Flow(flow_items(text, v_start, span.yaml.end)?.ok_or_else(unsupported)?)
         }
         Some(b'{' | b'|' | b'>' | b'&' | b'*' | b'!' | b'-' | b'?') => return Err(unsupported()),
         Some(q @ (b'"' | b'\'')) => {
             let close = closing_quote(text, v_start, line.end, q).ok_or_else(unsupported)?;
-            let inner = v_start + 1..close;
+            let inner = Span::new(v_start + 1, close);
             Shape::Scalar {
-                whole: v_start..close + 1,
-                items: split_scalar(text, inner.clone()),
+                whole: Span::new(v_start, close + 1),
+                items: split_scalar(text, inner)?,
                 inner,
             }
         }
         Some(_) => {
             let end = comment_start(text, v_start, line.end);
-            let end = v_start + text.get(v_start..end).unwrap_or_default().trim_end().len();
+            let end = v_start + Span::new(v_start, end).of(text)?.trim_end().len();
+            let whole = Span::new(v_start, end);
             Shape::Scalar {
-                whole: v_start..end,
-                inner: v_start..end,
-                items: split_scalar(text, v_start..end),
+                whole,
+                inner: whole,
+                items: split_scalar(text, whole)?,
             }
         }
     };
     // What the edit would see must be what the YAML parser saw: a value continued on the next
     // line (`tags:\n  a`), a tab-indented item or an escape this reader does not decode would
     // otherwise make the edit miss or damage the value. Such files are refused, not guessed at.
-    if !shape_reads_as(text, &shape, fm.get(key_name)) {
+    if !shape_reads_as(text, &shape, fm.get(key_name))? {
         return Err(unsupported());
     }
     Ok(Some(KeyLine {
@@ -813,7 +920,7 @@ fn find_key(
 }
 
 /// Whether the located shape holds the same value the YAML parser read for the key.
-fn shape_reads_as(text: &str, shape: &Shape, value: Option<&Value>) -> bool {
+fn shape_reads_as(text: &str, shape: &Shape, value: Option<&Value>) -> Result<bool, TagEditError> {
     let scalar = |v: &Value| match v {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
@@ -827,25 +934,29 @@ fn shape_reads_as(text: &str, shape: &Shape, value: Option<&Value>) -> bool {
                 .zip(list)
                 .all(|(i, v)| scalar(v).is_some_and(|s| s == i.value))
     };
-    match (shape, value) {
+    Ok(match (shape, value) {
         (Shape::Empty, None | Some(Value::Null)) => true,
         (Shape::Flow(f), Some(Value::Array(list))) => same_items(&f.items, list),
         (Shape::Block { items, .. }, Some(Value::Array(list))) => same_items(items, list),
         (Shape::Scalar { whole, .. }, Some(v)) => {
-            scalar(v).is_some_and(|s| unquote(text.get(whole.clone()).unwrap_or_default()) == s)
+            let written = unquote(whole.of(text)?);
+            scalar(v).is_some_and(|s| written == s)
         }
         _ => false,
-    }
+    })
 }
 
-/// The `- item` lines right under a key, and their indentation.
-fn block_items(text: &str, rest: &[lines::Line]) -> Option<(Vec<Item>, String)> {
+/// The `- item` lines right under a key, and their indentation (`None`: no such line).
+fn block_items(
+    text: &str,
+    rest: &[lines::Line],
+) -> Result<Option<(Vec<Item>, String)>, TagEditError> {
     let mut items: Vec<Item> = Vec::new();
     let mut indent: Option<&str> = None;
     for l in rest {
-        let s = text.get(l.start..l.end)?;
+        let s = Span::new(l.start, l.end).of(text)?;
         let t = s.trim_start_matches([' ', '\t']);
-        let ind = s.get(..s.len() - t.len())?;
+        let ind = Span::new(0, s.len() - t.len()).of(s)?;
         if t.is_empty() || t.starts_with('#') {
             continue;
         }
@@ -860,66 +971,72 @@ fn block_items(text: &str, rest: &[lines::Line]) -> Option<(Vec<Item>, String)> 
         }
         let v_start = l.start + ind.len() + 1;
         let end = comment_start(text, v_start, l.end);
-        let raw = text.get(v_start..end).unwrap_or_default();
+        let raw = Span::new(v_start, end).of(text)?;
         let value = unquote(raw.trim());
         let lead = raw.len() - raw.trim_start().len();
         items.push(Item {
-            span: v_start + lead..v_start + raw.trim_end().len(),
+            span: Span::new(v_start + lead, v_start + raw.trim_end().len()),
             value,
             line_start: l.start,
             line_next: l.next,
         });
     }
-    let indent = indent?.to_owned();
-    Some((items, indent))
+    Ok(indent.map(|indent| (items, indent.to_owned())))
 }
 
-/// Items of a flow list starting at `open` (`[`); may span lines. Nested collections are refused.
-fn flow_items(text: &str, open: usize, limit: usize) -> Option<Flow> {
+/// Items of a flow list starting at `open` (`[`); may span lines. `None` for a list this edit does
+/// not take: unclosed, or with nested collections or comments.
+fn flow_items(text: &str, open: usize, limit: usize) -> Result<Option<Flow>, TagEditError> {
     let bytes = text.as_bytes();
     let mut items = Vec::new();
     let mut i = open + 1;
     let mut item_start: Option<usize> = None;
-    let push = |s: usize, e: usize, items: &mut Vec<Item>| {
-        let raw = text.get(s..e).unwrap_or_default();
+    let push = |s: usize, e: usize, items: &mut Vec<Item>| -> Result<(), TagEditError> {
+        let raw = Span::new(s, e).of(text)?;
         let t = raw.trim();
         if !t.is_empty() {
             let lead = raw.len() - raw.trim_start().len();
             items.push(Item {
-                span: s + lead..s + lead + t.len(),
+                span: Span::new(s + lead, s + lead + t.len()),
                 value: unquote(t),
                 line_start: 0,
                 line_next: 0,
             });
         }
+        Ok(())
     };
     while i < limit {
-        match bytes.get(i)? {
+        let Some(b) = bytes.get(i) else {
+            return Ok(None);
+        };
+        match b {
             q @ (b'"' | b'\'')
                 if item_start
                     .is_none_or(|s| text.get(s..i).is_some_and(|t| t.trim().is_empty())) =>
             {
-                let close = closing_quote(text, i, limit, *q)?;
+                let Some(close) = closing_quote(text, i, limit, *q) else {
+                    return Ok(None);
+                };
                 item_start.get_or_insert(i);
                 i = close + 1;
                 continue;
             }
             b',' => {
                 if let Some(s) = item_start.take() {
-                    push(s, i, &mut items);
+                    push(s, i, &mut items)?;
                 }
             }
             b']' => {
                 if let Some(s) = item_start.take() {
-                    push(s, i, &mut items);
+                    push(s, i, &mut items)?;
                 }
-                return Some(Flow {
+                return Ok(Some(Flow {
                     open,
                     close: i,
                     items,
-                });
+                }));
             }
-            b'[' | b'{' | b'#' => return None,
+            b'[' | b'{' | b'#' => return Ok(None),
             b' ' | b'\t' | b'\n' | b'\r' => {}
             _ => {
                 item_start.get_or_insert(i);
@@ -927,7 +1044,7 @@ fn flow_items(text: &str, open: usize, limit: usize) -> Option<Flow> {
         }
         i += 1;
     }
-    None
+    Ok(None)
 }
 
 /// The closing quote of a quoted scalar opened at `open`, on the same stretch of text.
@@ -964,17 +1081,17 @@ fn comment_start(text: &str, from: usize, end: usize) -> usize {
 }
 
 /// The comma- or space-separated words of a string value, with their spans.
-fn split_scalar(text: &str, inner: Range<usize>) -> Vec<Item> {
+fn split_scalar(text: &str, inner: Span) -> Result<Vec<Item>, TagEditError> {
     let mut items = Vec::new();
-    let s = text.get(inner.clone()).unwrap_or_default();
+    let s = inner.of(text)?;
     let mut start: Option<usize> = None;
     for (i, c) in s.char_indices().chain(std::iter::once((s.len(), ','))) {
         let sep = c == ',' || c.is_whitespace();
         match (sep, start) {
             (true, Some(st)) => {
-                let word = s.get(st..i).unwrap_or_default();
+                let word = Span::new(st, i).of(s)?;
                 items.push(Item {
-                    span: inner.start + st..inner.start + i,
+                    span: Span::new(inner.start + st, inner.start + i),
                     value: word.to_owned(),
                     line_start: 0,
                     line_next: 0,
@@ -985,7 +1102,7 @@ fn split_scalar(text: &str, inner: Range<usize>) -> Vec<Item> {
             _ => {}
         }
     }
-    items
+    Ok(items)
 }
 
 fn unquote(s: &str) -> String {
@@ -995,5 +1112,29 @@ fn unquote(s: &str) -> String {
         inner.replace("''", "'")
     } else {
         s.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_span_outside_the_text_is_an_error_not_an_empty_string() {
+        let text = "tags: [ä]";
+        assert_eq!(Span::new(7, 9).of(text), Ok("ä"));
+        // Inside a character, and past the end: the edit is refused, naming the bytes.
+        assert_eq!(
+            Span::new(7, 8).of(text),
+            Err(TagEditError::LostPlace { start: 7, end: 8 })
+        );
+        assert_eq!(
+            apply(text, vec![Edit::delete(9..12)]),
+            Err(TagEditError::LostPlace { start: 12, end: 10 })
+        );
+        assert_eq!(
+            TagEditError::LostPlace { start: 0, end: 1 }.kind(),
+            pkm_core::ErrorKind::Internal
+        );
     }
 }
