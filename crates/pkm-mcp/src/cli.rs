@@ -1,8 +1,9 @@
-//! The command line of SPEC-operations "Command line". Every flag has an env twin
+//! The command line (ADR-0013 "Command line"). Every flag has an env twin
 //! `STRATUM_MCP_<FLAG>`; the `///` doc on each field is its only description (it feeds `--help`).
 //! Bad flags, env values or vault paths exit 2 with one line on stderr.
 
 use std::io::IsTerminal;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -10,11 +11,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use pkm_core::Vault;
 use stratum_app::{AppConfig, WatchMode};
 
+use crate::http::{
+    self, Auth, Fleet, HttpConfig, HttpState, MemoryRateStore, OnFailure, RateLimits,
+};
 use crate::lead::{Host, HostOptions, Request};
-
+use crate::oauth::OAuthVerifier;
 use crate::scope::{self, Scope};
 use crate::server::StratumServer;
-use crate::tokens::TokenStore;
+use crate::tokens::{TokenStore, TokenVerifier};
 
 /// MCP server for a markdown vault: read, write, index, search, link and tag notes.
 #[derive(Debug, Parser)]
@@ -55,6 +59,15 @@ pub enum RedisFail {
     Open,
     /// Answer 503 until Redis is back.
     Closed,
+}
+
+impl From<RedisFail> for OnFailure {
+    fn from(f: RedisFail) -> OnFailure {
+        match f {
+            RedisFail::Open => OnFailure::Open,
+            RedisFail::Closed => OnFailure::Closed,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -343,7 +356,7 @@ fn run_token(cmd: TokenCommand) -> Result<(), Exit> {
                 .map_err(|e| usage(e.to_string()))?;
             eprintln!("revoked {name}");
             if let Some(url) = redis_url {
-                crate::http::Fleet::publish_revoked(&url, &hash).map_err(|e| {
+                Fleet::publish_revoked(&url, &hash).map_err(|e| {
                     Exit(
                         1,
                         format!("revoked {name} in the store, but could not tell the fleet: {e}"),
@@ -514,7 +527,7 @@ pub fn vault_specs(args: &ServeArgs) -> Result<Vec<VaultSpec>, Exit> {
 
 /// Joins a vault of a serving command: leads it (first scan, watcher, local socket) or follows
 /// the process that does. Each vault has its own writer, watcher and `.pkm/`.
-pub(crate) fn open_host_for_serve(args: &ServeArgs, vault_path: &Path) -> Result<Arc<Host>, Exit> {
+fn open_host_for_serve(args: &ServeArgs, vault_path: &Path) -> Result<Arc<Host>, Exit> {
     let vault = open_vault(vault_path)?;
     let poll = std::time::Duration::from_secs_f64(args.poll_interval);
     let options = HostOptions {
@@ -532,7 +545,7 @@ pub(crate) fn open_host_for_serve(args: &ServeArgs, vault_path: &Path) -> Result
     Host::open(vault, options).map_err(|e| Exit(1, format!("cannot open the vault's store: {e}")))
 }
 
-pub(crate) fn new_runtime() -> Result<tokio::runtime::Runtime, Exit> {
+fn new_runtime() -> Result<tokio::runtime::Runtime, Exit> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -542,7 +555,7 @@ pub(crate) fn new_runtime() -> Result<tokio::runtime::Runtime, Exit> {
 fn run_serve(args: ServeArgs) -> Result<(), Exit> {
     init_logging(args.log_format);
     if args.http {
-        return crate::http::run(args);
+        return run_http(args);
     }
     let vault = match (vault_specs(&args)?.as_slice(), &args.vaults) {
         ([one], None) => one.path.clone(),
@@ -561,6 +574,154 @@ fn run_serve(args: ServeArgs) -> Result<(), Exit> {
             client_log,
         ))
         .map_err(|e| Exit(1, format!("stdio transport: {e}")))
+}
+
+fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or(v6.is_loopback(), |v4| v4.is_loopback()),
+    }
+}
+
+/// The flag rules of ADR-0013 "HTTP security": `--no-auth` only on loopback; a non-loopback
+/// bind needs native TLS or `--behind-tls-proxy`; a well-formed `--base`. The error is one line.
+pub fn check_flags(args: &ServeArgs) -> Result<(), String> {
+    let loopback = is_loopback(args.bind.ip());
+    if args.no_auth && !loopback {
+        return Err(format!(
+            "--no-auth is only allowed with a loopback --bind address (127.0.0.1, ::1), not {}",
+            args.bind
+        ));
+    }
+    let tls = args.tls_cert.is_some() && args.tls_key.is_some();
+    if !loopback && !tls && !args.behind_tls_proxy {
+        return Err(format!(
+            "--bind {} is not a loopback address, so it needs TLS: pass --tls-cert FILE --tls-key FILE, \
+             or --behind-tls-proxy when a reverse proxy terminates TLS",
+            args.bind
+        ));
+    }
+    if args.tls_cert.is_some() != args.tls_key.is_some() {
+        return Err("--tls-cert and --tls-key go together".into());
+    }
+    http::normalize_base(&args.base)?;
+    match (&args.oauth_issuer, &args.oauth_audience) {
+        (Some(issuer), Some(audience)) => {
+            if args.no_auth {
+                return Err("--oauth-issuer and --no-auth exclude each other".into());
+            }
+            crate::oauth::check_flags(issuer, audience)?;
+        }
+        (None, None) => {}
+        _ => return Err("--oauth-issuer and --oauth-audience go together".into()),
+    }
+    Ok(())
+}
+
+/// Host values the server accepts besides the loopback names: `--allowed-host`, plus the bind
+/// address itself when it is a concrete IP (a rebinding attack needs a DNS name).
+fn allowed_hosts(args: &ServeArgs) -> Vec<String> {
+    let mut hosts = args.allowed_host.clone();
+    let ip = args.bind.ip();
+    if !ip.is_unspecified() {
+        hosts.push(match ip {
+            IpAddr::V4(v4) => v4.to_string(),
+            IpAddr::V6(v6) => format!("[{v6}]"),
+        });
+    }
+    hosts
+}
+
+/// `stratum-mcp --http`: checks the flags, opens the vault, listens, prints
+/// `listening on http(s)://HOST:PORT` on stderr, and serves until SIGTERM/SIGINT.
+fn run_http(args: ServeArgs) -> Result<(), Exit> {
+    check_flags(&args).map_err(|m| Exit(2, m))?;
+    let rate_limits = RateLimits::from_env().map_err(|m| Exit(2, m))?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            Some(http::tls::server_config(cert, key).map_err(|m| Exit(2, m))?)
+        }
+        _ => None,
+    };
+    let specs = vault_specs(&args)?;
+    let named = specs.iter().any(|s| s.name.is_some());
+    if named && args.oauth_issuer.is_some() {
+        return Err(Exit(
+            2,
+            "--oauth-issuer serves one vault (its audience is one resource); run one server per vault for OAuth".into(),
+        ));
+    }
+    // One token store for every vault: the vault's own, or with several `--token-store`, or
+    // the one of the `--vaults` folder (`token create --vault DIR`).
+    let auth = if args.no_auth {
+        Auth::Disabled
+    } else {
+        let store = match (&args.token_store, named, &args.vaults) {
+            (Some(file), _, _) => TokenStore::new(file),
+            (None, false, _) => token_store(&open_vault(&specs[0].path)?, None),
+            (None, true, Some(dir)) => token_store(&open_vault(dir)?, None),
+            (None, true, None) => {
+                return Err(Exit(
+                    2,
+                    "named vaults share one token store: pass --token-store FILE".into(),
+                ));
+            }
+        };
+        Auth::Tokens(Arc::new(TokenVerifier::new(store)))
+    };
+    let runtime = new_runtime()?;
+    let fleet = match &args.redis_url {
+        Some(url) => {
+            let _entered = runtime.enter();
+            let fleet = Arc::new(Fleet::new(url, args.redis_fail.into()).map_err(|m| Exit(2, m))?);
+            let verifier = match &auth {
+                Auth::Tokens(v) => Some(Arc::clone(v)),
+                Auth::Disabled => None,
+            };
+            runtime.spawn(Arc::clone(&fleet).run(verifier));
+            Some(fleet)
+        }
+        None => None,
+    };
+    let mut vaults = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let host = open_host_for_serve(&args, &spec.path)?;
+        vaults.push((spec.name, StratumServer::with_host(host)));
+    }
+    let oauth = match (&args.oauth_issuer, &args.oauth_audience) {
+        (Some(issuer), Some(audience)) => Some(Arc::new(
+            OAuthVerifier::new(issuer, audience).map_err(|m| Exit(2, m))?,
+        )),
+        _ => None,
+    };
+    let config = HttpConfig {
+        base: args.base.clone(),
+        allowed_hosts: allowed_hosts(&args),
+        allowed_origins: args.allowed_origin.clone(),
+        rate_limits,
+        oauth: oauth.clone(),
+        fleet,
+    };
+    let state = HttpState::serving(vaults, auth, config, Arc::new(MemoryRateStore::new()))
+        .map_err(|m| Exit(2, m))?;
+    if let Some(oauth) = oauth {
+        // The keys are fetched while the server starts listening: a token that comes first waits
+        // for this fetch (not another one). An issuer that is down now is logged, and asked again
+        // when a token with an unknown key arrives.
+        runtime.spawn(async move {
+            let _ = oauth.refresh().await;
+        });
+    }
+    runtime
+        .block_on(http::serve_until_signal(
+            args.bind,
+            args.metrics_bind,
+            state,
+            tls,
+        ))
+        .map_err(|m| Exit(1, m))
 }
 
 /// Runs the command line; returns the process exit code.
@@ -598,5 +759,19 @@ pub fn main() -> i32 {
             eprintln!("stratum-mcp: {msg}");
             code
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_detection_covers_mapped_addresses() {
+        assert!(is_loopback("127.0.0.1".parse().unwrap()));
+        assert!(is_loopback("::1".parse().unwrap()));
+        assert!(is_loopback("::ffff:127.0.0.1".parse().unwrap()));
+        assert!(!is_loopback("0.0.0.0".parse().unwrap()));
+        assert!(!is_loopback("192.168.1.5".parse().unwrap()));
     }
 }

@@ -125,6 +125,67 @@ impl Caller {
     }
 }
 
+/// What a call of a method needs: nothing, a scope, or the scope of the tool it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// Nothing: the handshake, `ping`, what the server offers, the log level. Such calls are not
+    /// counted against rate limits either.
+    Nothing,
+    /// This scope; the call is counted against the scope's rate-limit tier.
+    Scope(Scope),
+    /// The scope of the tool named by `params.name` (`tools/call`), from [`TOOLS`].
+    ToolScope,
+}
+
+/// The methods [`StratumServer::handle`] answers (notifications aside) and what each needs: the
+/// one table of method scopes, read by the router to refuse a call and by the HTTP door for the
+/// rate-limit tier (a tool's own scope is in [`TOOLS`]).
+pub const METHODS: &[(&str, Needs)] = &[
+    ("initialize", Needs::Nothing),
+    ("ping", Needs::Nothing),
+    ("tools/list", Needs::Nothing),
+    ("tools/call", Needs::ToolScope),
+    ("resources/list", Needs::Scope(Scope::Read)),
+    ("resources/templates/list", Needs::Nothing),
+    ("resources/read", Needs::Scope(Scope::Read)),
+    ("logging/setLevel", Needs::Nothing),
+];
+
+/// The method that starts a conversation: it needs no token, and over HTTP its answer opens a
+/// session (ADR-0013 "Streamable HTTP behaviour").
+pub fn opens_session(method: &str) -> bool {
+    method == "initialize"
+}
+
+/// Whether `method` is a protocol notification (`notifications/…`), which gets no answer.
+pub fn is_notification(method: &str) -> bool {
+    method.starts_with("notifications/")
+}
+
+/// The tool a call of `method` runs, for logs: `params.name` of a `tools/call`.
+pub fn tool_named<'a>(method: &str, params: Option<&'a Value>) -> Option<&'a str> {
+    (METHODS.iter().find(|(m, _)| *m == method)?.1 == Needs::ToolScope)
+        .then(|| params?.get("name")?.as_str())
+        .flatten()
+}
+
+/// The scope a call of `method` with `params` needs, from [`METHODS`]: `None` when it needs none
+/// (and is not rate-limited), `Some(None)` for a `tools/call` naming no known tool (the router
+/// refuses it; the rate limiter counts it against the default bucket only), else the scope.
+pub fn scope_needed(method: &str, params: Option<&Value>) -> Option<Option<Scope>> {
+    match METHODS.iter().find(|(m, _)| *m == method)?.1 {
+        Needs::Nothing => None,
+        Needs::Scope(scope) => Some(Some(scope)),
+        Needs::ToolScope => Some(
+            params
+                .and_then(|p| p.get("name"))
+                .and_then(Value::as_str)
+                .and_then(tools::find)
+                .map(|t| t.scope),
+        ),
+    }
+}
+
 #[derive(Clone)]
 pub struct StratumServer {
     /// The vault, led by this process or by another one this process forwards to.
@@ -326,14 +387,8 @@ impl StratumServer {
         }]})
     }
 
-    /// `resources/read` of `note://<path>` (percent-decoded, [`note_path`]): the raw markdown.
-    pub async fn read_resource(&self, uri: &str, caller: &Caller) -> Result<Value, McpError> {
-        if !caller.allows(Scope::Read) {
-            return Err(McpError::new(
-                Kind::ScopesDenied,
-                "reading resources requires scope kb:read",
-            ));
-        }
+    /// `resources/read` of `note://<path>` (the caller's scope checked by [`Self::handle`]) (percent-decoded, [`note_path`]): the raw markdown.
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, McpError> {
         let path = note_path(uri)?;
         // Checked here, so a bad URI is refused the same way on every process.
         VaultPath::parse(self.host.vault(), &path)
@@ -343,7 +398,8 @@ impl StratumServer {
         Ok(json!({"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]}))
     }
 
-    /// Every MCP method either door serves, by name. Notifications return `Ok(None)`.
+    /// Every MCP method either door serves, by name ([`METHODS`] says what each needs; a tool's
+    /// scope is checked by [`Self::call_tool`]). Notifications return `Ok(None)`.
     pub async fn handle(
         &self,
         method: &str,
@@ -351,6 +407,15 @@ impl StratumServer {
         caller: &Caller,
     ) -> Result<Option<Value>, McpError> {
         let params = params.unwrap_or(Value::Null);
+        if let Some((_, Needs::Scope(scope))) = METHODS.iter().find(|(m, _)| *m == method)
+            && !caller.allows(*scope)
+        {
+            return Err(McpError::new(
+                Kind::ScopesDenied,
+                format!("{method} requires scope {scope}"),
+            )
+            .with_hint(format!("Use a token that holds {scope}.")));
+        }
         let out = match method {
             "initialize" => Self::initialize_result(Protocol::negotiate(
                 params.get("protocolVersion").and_then(Value::as_str),
@@ -372,7 +437,7 @@ impl StratumServer {
                 let uri = params.get("uri").and_then(Value::as_str).ok_or_else(|| {
                     McpError::new(Kind::InvalidArgs, "resources/read needs a string 'uri'")
                 })?;
-                self.read_resource(uri, caller).await?
+                self.read_resource(uri).await?
             }
             "logging/setLevel" => {
                 let level = params
@@ -386,7 +451,7 @@ impl StratumServer {
                 self.client_log_level.set(level);
                 json!({})
             }
-            m if m.starts_with("notifications/") => return Ok(None),
+            m if is_notification(m) => return Ok(None),
             m => return Err(McpError::method_not_found(m)),
         };
         Ok(Some(out))
@@ -408,6 +473,25 @@ fn tool_error_result(e: &McpError) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_method_table_says_which_calls_need_a_scope() {
+        let write = TOOLS.iter().find(|t| t.scope == Scope::Write).unwrap();
+        assert_eq!(
+            scope_needed("tools/call", Some(&json!({"name": write.name}))),
+            Some(Some(Scope::Write))
+        );
+        assert_eq!(
+            scope_needed("tools/call", Some(&json!({"name": "no_such_tool"}))),
+            Some(None)
+        );
+        assert_eq!(
+            scope_needed("resources/read", None),
+            Some(Some(Scope::Read))
+        );
+        assert_eq!(scope_needed("initialize", None), None);
+        assert_eq!(scope_needed("tools/list", None), None);
+    }
 
     #[test]
     fn note_uris_encode_each_segment_and_decode_back() {

@@ -1,4 +1,4 @@
-//! Personal access tokens (contract §7.1, SPEC-operations "Command line"): 43-character base64url
+//! Personal access tokens (contract §7.1, ADR-0013 "Tokens"): 43-character base64url
 //! strings from 256 bits of OS randomness, shown once, stored only as SHA-256 hashes in
 //! `<vault>/.pkm/mcp-tokens.json` (or `--token-store`). Several may be valid at once (rotation).
 //! A running server re-reads the file when it changes, so `token revoke` takes effect on the next

@@ -21,9 +21,9 @@ use redis::AsyncCommands;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use serde::{Deserialize, Serialize};
 
-use super::rate::{Limit, MAX_RETRY_SECONDS};
-use crate::cli::RedisFail;
+use super::rate::{Limit, MAX_RETRY_SECONDS, RateLimits, RateStore};
 use crate::protocol::Protocol;
+use crate::scope::Scope;
 use crate::tokens::TokenVerifier;
 
 /// How often an instance pings Redis and reads the revocations.
@@ -77,6 +77,15 @@ impl SessionRecord {
     }
 }
 
+/// What an instance does while its Redis is unreachable (`--redis-fail`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnFailure {
+    /// Serve on with this instance's own rate-limit buckets and sessions, and log a warning.
+    Open,
+    /// Answer 503 until Redis is back.
+    Closed,
+}
+
 /// Redis could not answer; the caller falls back as `--redis-fail` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Unreachable;
@@ -85,7 +94,7 @@ pub struct Fleet {
     redis: ConnectionManager,
     take: redis::Script,
     up: AtomicBool,
-    on_failure: RedisFail,
+    on_failure: OnFailure,
     /// The size of the revocation set when last read (it only grows).
     revoked_seen: parking_lot::Mutex<usize>,
 }
@@ -102,7 +111,7 @@ impl std::fmt::Debug for Fleet {
 impl Fleet {
     /// Connects lazily to `url` (a Redis that is down now is only logged). Must run inside the
     /// Tokio runtime. A malformed URL is an error (one line).
-    pub fn new(url: &str, on_failure: RedisFail) -> Result<Fleet, String> {
+    pub fn new(url: &str, on_failure: OnFailure) -> Result<Fleet, String> {
         let client = redis::Client::open(url)
             .map_err(|e| format!("--redis-url {url:?} is not a Redis URL: {e}"))?;
         let config = ConnectionManagerConfig::new()
@@ -140,13 +149,13 @@ impl Fleet {
     }
 
     pub(super) fn fails_closed(&self) -> bool {
-        self.on_failure == RedisFail::Closed
+        self.on_failure == OnFailure::Closed
     }
 
     pub(super) fn on_failure(&self) -> &'static str {
         match self.on_failure {
-            RedisFail::Open => "open",
-            RedisFail::Closed => "closed",
+            OnFailure::Open => "open",
+            OnFailure::Closed => "closed",
         }
     }
 
@@ -310,5 +319,94 @@ impl Fleet {
             *self.revoked_seen.lock() = hashes.len();
             verifier.deny(hashes);
         }
+    }
+}
+
+/// Why a call was not admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// Over the limit: the `Retry-After` to announce, at least 1.
+    Limited(u64),
+    /// The fleet's Redis is unreachable and `--redis-fail closed`.
+    Unavailable,
+}
+
+/// The limits applied to keys: in the fleet's Redis when there is one (this process's buckets
+/// while it is unreachable and `--redis-fail open`), else in `store`.
+pub(super) struct Limiter {
+    limits: RateLimits,
+    store: Arc<dyn RateStore>,
+    fleet: Option<Arc<Fleet>>,
+}
+
+impl Limiter {
+    pub(super) fn new(
+        limits: RateLimits,
+        store: Arc<dyn RateStore>,
+        fleet: Option<Arc<Fleet>>,
+    ) -> Limiter {
+        Limiter {
+            limits,
+            store,
+            fleet,
+        }
+    }
+
+    /// One call by `key` in `tier` (None: a call outside the tool table, default bucket only).
+    pub(super) async fn check(&self, key: &str, tier: Option<Scope>) -> Result<(), Refusal> {
+        let mut buckets = vec![(key.to_owned(), self.limits.default)];
+        if let Some((scope, limit)) = tier.and_then(|s| self.limits.tiers.get(&s).map(|l| (s, *l)))
+        {
+            buckets.push((format!("{key}|{}", scope.tier_name()), limit));
+        }
+        let taken = match &self.fleet {
+            Some(fleet) => match fleet.take(&buckets).await {
+                Ok(taken) => taken,
+                Err(Unreachable) if fleet.fails_closed() => return Err(Refusal::Unavailable),
+                Err(Unreachable) => self.store.take(&buckets),
+            },
+            None => self.store.take(&buckets),
+        };
+        taken.map_err(|wait| {
+            Refusal::Limited((wait.as_secs_f64().ceil() as u64).clamp(1, MAX_RETRY_SECONDS))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::super::rate::MemoryRateStore;
+    use super::*;
+
+    #[test]
+    fn limiter_applies_tiers_and_rounds_retry_up() {
+        let limits = RateLimits {
+            default: Limit {
+                burst: 100,
+                per_second: 100.0,
+            },
+            tiers: BTreeMap::new(),
+        }
+        .with_tier(
+            Scope::Write,
+            Limit {
+                burst: 1,
+                per_second: 0.4,
+            },
+        );
+        let l = Limiter::new(limits, Arc::new(MemoryRateStore::new()), None);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let check = |key: &str, scope| rt.block_on(l.check(key, Some(scope)));
+        assert!(check("token:a", Scope::Write).is_ok());
+        let Err(Refusal::Limited(retry)) = check("token:a", Scope::Write) else {
+            panic!("the second write is over the tier's limit");
+        };
+        assert!((2..=3).contains(&retry), "{retry}");
+        assert!(check("token:a", Scope::Read).is_ok());
+        assert!(check("token:b", Scope::Write).is_ok());
     }
 }

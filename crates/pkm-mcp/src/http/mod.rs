@@ -1,4 +1,4 @@
-//! The Streamable HTTP door (contract §2.1, §7, §9, §12; SPEC-operations "HTTP security" and
+//! The Streamable HTTP door (contract §2.1, §7, §9, §12; ADR-0013 "HTTP security" and
 //! "Streamable HTTP behaviour"): `POST <base>/mcp` answers JSON-RPC (single or batch) through the same
 //! `StratumServer` as stdio, `DELETE <base>/mcp` ends a session, `GET <base>/health` reports the store.
 //!
@@ -13,15 +13,15 @@
 //! challenges of the MCP authorization spec.
 
 mod fleet;
-mod guard;
 pub mod metrics;
+mod origin;
 pub mod rate;
 mod rpc;
 mod session;
 pub mod tls;
 
 use std::future::Future;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,13 +36,12 @@ use axum::serve::IncomingStream;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
-use crate::cli::{Exit, ServeArgs};
 use crate::errors::{Kind, McpError};
 use crate::oauth::{OAuthVerifier, PRM_PATH};
 use crate::server::{StratumServer, VERSION};
-use crate::tokens::{TokenStore, TokenVerifier};
+use crate::tokens::TokenVerifier;
 
-pub use self::fleet::Fleet;
+pub use self::fleet::{Fleet, OnFailure};
 pub use self::metrics::Metrics;
 pub use self::rate::{Limit, MemoryRateStore, RateLimits, RateStore};
 
@@ -105,8 +104,8 @@ struct Shared {
     auth: Auth,
     oauth: Option<Arc<OAuthVerifier>>,
     base: String,
-    guard: guard::Guard,
-    limiter: rate::Limiter,
+    origin: origin::AllowList,
+    limiter: fleet::Limiter,
     fleet: Option<Arc<Fleet>>,
     metrics: Arc<Metrics>,
 }
@@ -138,7 +137,7 @@ impl HttpState {
         config: HttpConfig,
         store: Arc<dyn RateStore>,
     ) -> Result<HttpState, String> {
-        let base = guard::normalize_base(&config.base)?;
+        let base = normalize_base(&config.base)?;
         let oauth = match auth {
             Auth::Disabled => None,
             Auth::Tokens(_) => config.oauth,
@@ -162,8 +161,8 @@ impl HttpState {
                 auth,
                 oauth,
                 base,
-                guard: guard::Guard::new(&config.allowed_hosts, &config.allowed_origins),
-                limiter: rate::Limiter::new(config.rate_limits, store, config.fleet.clone()),
+                origin: origin::AllowList::new(&config.allowed_hosts, &config.allowed_origins),
+                limiter: fleet::Limiter::new(config.rate_limits, store, config.fleet.clone()),
                 fleet: config.fleet,
                 metrics: Arc::new(Metrics::default()),
             }),
@@ -176,7 +175,7 @@ impl HttpState {
     }
 }
 
-/// The HTTP status of a JSON-RPC error answered alone (SPEC-operations "Streamable HTTP behaviour").
+/// The HTTP status of a JSON-RPC error answered alone (ADR-0013 "Streamable HTTP behaviour").
 /// Tool errors travel with 200: the JSON-RPC error says what went wrong.
 pub fn status_for(kind: Kind) -> StatusCode {
     match kind {
@@ -253,7 +252,7 @@ pub fn router(state: HttpState) -> Router {
     }
     router
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(state.clone(), guard::check))
+        .layer(middleware::from_fn_with_state(state.clone(), origin::check))
         .layer(middleware::from_fn_with_state(state.clone(), trace))
         .with_state(state)
 }
@@ -428,48 +427,32 @@ async fn trace(State(state): State<HttpState>, req: Request, next: Next) -> Resp
     response
 }
 
-fn is_loopback(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => v4.is_loopback(),
-        IpAddr::V6(v6) => v6
-            .to_ipv4_mapped()
-            .map_or(v6.is_loopback(), |v4| v4.is_loopback()),
+/// `--base`: empty, or `/seg[/seg...]` of URL-safe characters; a trailing slash is dropped.
+pub fn normalize_base(base: &str) -> Result<String, String> {
+    let trimmed = base.trim().trim_end_matches('/');
+    if trimmed.is_empty() {
+        return Ok(String::new());
     }
-}
-
-/// The flag rules of SPEC-operations "HTTP security": `--no-auth` only on loopback; a non-loopback
-/// bind needs native TLS or `--behind-tls-proxy`; a well-formed `--base`. The error is one line.
-pub fn check_flags(args: &ServeArgs) -> Result<(), String> {
-    let loopback = is_loopback(args.bind.ip());
-    if args.no_auth && !loopback {
-        return Err(format!(
-            "--no-auth is only allowed with a loopback --bind address (127.0.0.1, ::1), not {}",
-            args.bind
-        ));
+    let with_slash = if trimmed.starts_with('/') {
+        trimmed.to_owned()
+    } else {
+        format!("/{trimmed}")
+    };
+    let ok = with_slash.split('/').skip(1).all(|seg| {
+        !seg.is_empty()
+            && seg != "."
+            && seg != ".."
+            && seg
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
+    });
+    if ok {
+        Ok(with_slash)
+    } else {
+        Err(format!(
+            "--base {base:?} is not a path prefix like /kb (letters, digits, '-', '.', '_', '~')"
+        ))
     }
-    let tls = args.tls_cert.is_some() && args.tls_key.is_some();
-    if !loopback && !tls && !args.behind_tls_proxy {
-        return Err(format!(
-            "--bind {} is not a loopback address, so it needs TLS: pass --tls-cert FILE --tls-key FILE, \
-             or --behind-tls-proxy when a reverse proxy terminates TLS",
-            args.bind
-        ));
-    }
-    if args.tls_cert.is_some() != args.tls_key.is_some() {
-        return Err("--tls-cert and --tls-key go together".into());
-    }
-    guard::normalize_base(&args.base)?;
-    match (&args.oauth_issuer, &args.oauth_audience) {
-        (Some(issuer), Some(audience)) => {
-            if args.no_auth {
-                return Err("--oauth-issuer and --no-auth exclude each other".into());
-            }
-            crate::oauth::check_flags(issuer, audience)?;
-        }
-        (None, None) => {}
-        _ => return Err("--oauth-issuer and --oauth-audience go together".into()),
-    }
-    Ok(())
 }
 
 /// Serves `app` on `listener` (TLS when `tls` is given) until `shutdown` completes; in-flight
@@ -525,121 +508,28 @@ async fn shutdown_signal() {
     }
 }
 
-/// Host values the server accepts besides the loopback names: `--allowed-host`, plus the bind
-/// address itself when it is a concrete IP (a rebinding attack needs a DNS name).
-fn allowed_hosts(args: &ServeArgs) -> Vec<String> {
-    let mut hosts = args.allowed_host.clone();
-    let ip = args.bind.ip();
-    if !ip.is_unspecified() {
-        hosts.push(match ip {
-            IpAddr::V4(v4) => v4.to_string(),
-            IpAddr::V6(v6) => format!("[{v6}]"),
-        });
-    }
-    hosts
-}
-
-/// `stratum-mcp --http`: checks the flags, opens the vault, listens, prints
-/// `listening on http(s)://HOST:PORT` on stderr, and serves until SIGTERM/SIGINT.
-pub fn run(args: ServeArgs) -> Result<(), Exit> {
-    check_flags(&args).map_err(|m| Exit(2, m))?;
-    let rate_limits = RateLimits::from_env().map_err(|m| Exit(2, m))?;
-    let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => Some(tls::server_config(cert, key).map_err(|m| Exit(2, m))?),
-        _ => None,
-    };
-    let specs = crate::cli::vault_specs(&args)?;
-    let named = specs.iter().any(|s| s.name.is_some());
-    if named && args.oauth_issuer.is_some() {
-        return Err(Exit(
-            2,
-            "--oauth-issuer serves one vault (its audience is one resource); run one server per vault for OAuth".into(),
-        ));
-    }
-    // One token store for every vault: the vault's own, or with several `--token-store`, or
-    // the one of the `--vaults` folder (`token create --vault DIR`).
-    let auth = if args.no_auth {
-        Auth::Disabled
-    } else {
-        let store = match (&args.token_store, named, &args.vaults) {
-            (Some(file), _, _) => TokenStore::new(file),
-            (None, false, _) => {
-                crate::cli::token_store(&crate::cli::open_vault(&specs[0].path)?, None)
-            }
-            (None, true, Some(dir)) => crate::cli::token_store(&crate::cli::open_vault(dir)?, None),
-            (None, true, None) => {
-                return Err(Exit(
-                    2,
-                    "named vaults share one token store: pass --token-store FILE".into(),
-                ));
-            }
-        };
-        Auth::Tokens(Arc::new(TokenVerifier::new(store)))
-    };
-    let runtime = crate::cli::new_runtime()?;
-    let fleet = match &args.redis_url {
-        Some(url) => {
-            let _entered = runtime.enter();
-            let fleet = Arc::new(Fleet::new(url, args.redis_fail).map_err(|m| Exit(2, m))?);
-            let verifier = match &auth {
-                Auth::Tokens(v) => Some(Arc::clone(v)),
-                Auth::Disabled => None,
-            };
-            runtime.spawn(Arc::clone(&fleet).run(verifier));
-            Some(fleet)
-        }
-        None => None,
-    };
-    let mut vaults = Vec::with_capacity(specs.len());
-    for spec in specs {
-        let host = crate::cli::open_host_for_serve(&args, &spec.path)?;
-        vaults.push((spec.name, StratumServer::with_host(host)));
-    }
-    let oauth = match (&args.oauth_issuer, &args.oauth_audience) {
-        (Some(issuer), Some(audience)) => Some(Arc::new(
-            OAuthVerifier::new(issuer, audience).map_err(|m| Exit(2, m))?,
-        )),
-        _ => None,
-    };
-    let config = HttpConfig {
-        base: args.base.clone(),
-        allowed_hosts: allowed_hosts(&args),
-        allowed_origins: args.allowed_origin.clone(),
-        rate_limits,
-        oauth: oauth.clone(),
-        fleet,
-    };
-    let state = HttpState::serving(vaults, auth, config, Arc::new(MemoryRateStore::new()))
-        .map_err(|m| Exit(2, m))?;
-    if let Some(oauth) = oauth {
-        // The keys are fetched while the server starts listening: a token that comes first waits
-        // for this fetch (not another one). An issuer that is down now is logged, and asked again
-        // when a token with an unknown key arrives.
-        runtime.spawn(async move {
-            let _ = oauth.refresh().await;
-        });
-    }
-    runtime.block_on(serve_until_signal(args, state, tls))
-}
-
-async fn serve_until_signal(
-    args: ServeArgs,
+/// Listens on `bind` (and serves metrics on `metrics_bind`), prints `listening on
+/// http(s)://HOST:PORT` on stderr, and serves `state` until SIGTERM/SIGINT; in-flight requests
+/// then have [`SHUTDOWN_GRACE`] to finish. The error is one line.
+pub async fn serve_until_signal(
+    bind: SocketAddr,
+    metrics_bind: Option<SocketAddr>,
     state: HttpState,
     tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
-) -> Result<(), Exit> {
-    let listener = TcpListener::bind(args.bind)
+) -> Result<(), String> {
+    let listener = TcpListener::bind(bind)
         .await
-        .map_err(|e| Exit(1, format!("cannot listen on {}: {e}", args.bind)))?;
+        .map_err(|e| format!("cannot listen on {bind}: {e}"))?;
     let local = listener
         .local_addr()
-        .map_err(|e| Exit(1, format!("cannot read the bound address: {e}")))?;
-    if let Some(addr) = args.metrics_bind {
+        .map_err(|e| format!("cannot read the bound address: {e}"))?;
+    if let Some(addr) = metrics_bind {
         let metrics_listener = TcpListener::bind(addr)
             .await
-            .map_err(|e| Exit(1, format!("cannot listen on {addr} for metrics: {e}")))?;
+            .map_err(|e| format!("cannot listen on {addr} for metrics: {e}"))?;
         let metrics_addr = metrics_listener
             .local_addr()
-            .map_err(|e| Exit(1, format!("cannot read the metrics address: {e}")))?;
+            .map_err(|e| format!("cannot read the metrics address: {e}"))?;
         let metrics_app = metrics::router(state.metrics());
         tokio::spawn(async move {
             if let Err(e) = axum::serve(metrics_listener, metrics_app).await {
@@ -666,7 +556,7 @@ async fn serve_until_signal(
         tokio::time::sleep(SHUTDOWN_GRACE).await;
     };
     tokio::select! {
-        r = serving => r.map_err(|e| Exit(1, format!("HTTP server failed: {e}"))),
+        r = serving => r.map_err(|e| format!("HTTP server failed: {e}")),
         () = grace => {
             tracing::warn!("requests still running after the shutdown grace period; stopping anyway");
             Ok(())
@@ -703,11 +593,13 @@ mod tests {
     }
 
     #[test]
-    fn loopback_detection_covers_mapped_addresses() {
-        assert!(is_loopback("127.0.0.1".parse().unwrap()));
-        assert!(is_loopback("::1".parse().unwrap()));
-        assert!(is_loopback("::ffff:127.0.0.1".parse().unwrap()));
-        assert!(!is_loopback("0.0.0.0".parse().unwrap()));
-        assert!(!is_loopback("192.168.1.5".parse().unwrap()));
+    fn bases() {
+        assert_eq!(normalize_base("").unwrap(), "");
+        assert_eq!(normalize_base("/").unwrap(), "");
+        assert_eq!(normalize_base("/kb/").unwrap(), "/kb");
+        assert_eq!(normalize_base("kb/v1").unwrap(), "/kb/v1");
+        for bad in ["/a//b", "/{id}", "/a b", "/*x", "/../x"] {
+            assert!(normalize_base(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use super::fleet::{Fleet, Unreachable};
 use crate::scope::Scope;
 
 const PREFIX: &str = "MCP_RATE_LIMIT_";
@@ -246,57 +245,6 @@ impl RateStore for MemoryRateStore {
     }
 }
 
-/// Why a call was not admitted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Refusal {
-    /// Over the limit: the `Retry-After` to announce, at least 1.
-    Limited(u64),
-    /// The fleet's Redis is unreachable and `--redis-fail closed`.
-    Unavailable,
-}
-
-/// The limits applied to keys: in the fleet's Redis when there is one (this process's buckets
-/// while it is unreachable and `--redis-fail open`), else in `store`.
-pub(super) struct Limiter {
-    limits: RateLimits,
-    store: Arc<dyn RateStore>,
-    fleet: Option<Arc<Fleet>>,
-}
-
-impl Limiter {
-    pub(super) fn new(
-        limits: RateLimits,
-        store: Arc<dyn RateStore>,
-        fleet: Option<Arc<Fleet>>,
-    ) -> Limiter {
-        Limiter {
-            limits,
-            store,
-            fleet,
-        }
-    }
-
-    /// One call by `key` in `tier` (None: a call outside the tool table, default bucket only).
-    pub(super) async fn check(&self, key: &str, tier: Option<Scope>) -> Result<(), Refusal> {
-        let mut buckets = vec![(key.to_owned(), self.limits.default)];
-        if let Some((scope, limit)) = tier.and_then(|s| self.limits.tiers.get(&s).map(|l| (s, *l)))
-        {
-            buckets.push((format!("{key}|{}", scope.tier_name()), limit));
-        }
-        let taken = match &self.fleet {
-            Some(fleet) => match fleet.take(&buckets).await {
-                Ok(taken) => taken,
-                Err(Unreachable) if fleet.fails_closed() => return Err(Refusal::Unavailable),
-                Err(Unreachable) => self.store.take(&buckets),
-            },
-            None => self.store.take(&buckets),
-        };
-        taken.map_err(|wait| {
-            Refusal::Limited((wait.as_secs_f64().ceil() as u64).clamp(1, MAX_RETRY_SECONDS))
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,35 +364,5 @@ mod tests {
             assert!(store.take(std::slice::from_ref(&wide)).is_ok());
         }
         assert!(store.take(std::slice::from_ref(&wide)).is_err());
-    }
-
-    #[test]
-    fn limiter_applies_tiers_and_rounds_retry_up() {
-        let limits = RateLimits {
-            default: Limit {
-                burst: 100,
-                per_second: 100.0,
-            },
-            tiers: BTreeMap::new(),
-        }
-        .with_tier(
-            Scope::Write,
-            Limit {
-                burst: 1,
-                per_second: 0.4,
-            },
-        );
-        let l = Limiter::new(limits, Arc::new(MemoryRateStore::new()), None);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let check = |key: &str, scope| rt.block_on(l.check(key, Some(scope)));
-        assert!(check("token:a", Scope::Write).is_ok());
-        let Err(Refusal::Limited(retry)) = check("token:a", Scope::Write) else {
-            panic!("the second write is over the tier's limit");
-        };
-        assert!((2..=3).contains(&retry), "{retry}");
-        assert!(check("token:a", Scope::Read).is_ok());
-        assert!(check("token:b", Scope::Write).is_ok());
     }
 }

@@ -14,16 +14,15 @@ use serde_json::{Value, json};
 
 use super::session::Refused;
 use super::{
-    Auth, BODY_MAX_BYTES, BODY_READ_TIMEOUT, ClientAddr, Door, HttpState, error_response,
-    json_response, rate, status_for, with_retry_after,
+    Auth, BODY_MAX_BYTES, BODY_READ_TIMEOUT, ClientAddr, Door, HttpState, error_response, fleet,
+    json_response, status_for, with_retry_after,
 };
 use crate::errors::{Kind, McpError};
 use crate::oauth::{Refusal, looks_like_jwt};
 use crate::protocol::Protocol;
 use crate::scope::Scope;
-use crate::server::Caller;
+use crate::server::{Caller, is_notification, opens_session, scope_needed, tool_named};
 use crate::tokens::Principal;
-use crate::tools;
 
 const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 const PROTOCOL_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -411,22 +410,6 @@ fn session_refused(refused: Refused) -> (McpError, StatusCode) {
     }
 }
 
-/// The rate-limit tier of a method: `None` when it is not counted, `Some(None)` for a call
-/// outside the tool table (counted against the default bucket only).
-fn rate_tier(method: &str, params: Option<&Value>) -> Option<Option<Scope>> {
-    match method {
-        "tools/call" => Some(
-            params
-                .and_then(|p| p.get("name"))
-                .and_then(Value::as_str)
-                .and_then(tools::find)
-                .map(|t| t.scope),
-        ),
-        "resources/read" | "resources/list" => Some(Some(Scope::Read)),
-        _ => None,
-    }
-}
-
 fn rate_key(identity: &Identity, parts: &Parts) -> String {
     match identity.key() {
         Some(key) => key,
@@ -446,18 +429,18 @@ async fn dispatch(
     method: &str,
     params: Option<Value>,
 ) -> Result<Value, McpError> {
-    if let Some(tier) = rate_tier(method, params.as_ref()) {
+    if let Some(tier) = scope_needed(method, params.as_ref()) {
         state
             .shared
             .limiter
             .check(key, tier)
             .await
             .map_err(|refusal| match refusal {
-                rate::Refusal::Limited(secs) => {
+                fleet::Refusal::Limited(secs) => {
                     tracing::info!(retry_after = secs, "rate limit exceeded");
                     McpError::new(Kind::RateLimited, "Rate limit exceeded").retry_after(secs)
                 }
-                rate::Refusal::Unavailable => unavailable(),
+                fleet::Refusal::Unavailable => unavailable(),
             })?;
     }
     let result = door.server.handle(method, params, caller).await?;
@@ -585,88 +568,117 @@ async fn admit(
     batch: bool,
     messages: &[Message],
 ) -> Result<(Identity, Protocol), Response> {
+    let deny =
+        |d: Box<Denied>| refuse(state, batch, messages, &d.error, d.status, d.why.as_deref());
     // The revision the client says it speaks; without the header, the session's (below).
-    let mut protocol = None;
-    if let Some(v) = parts.headers.get(PROTOCOL_HEADER) {
-        protocol = v.to_str().ok().and_then(Protocol::parse);
-        if protocol.is_none() {
-            let e = McpError::new(Kind::InvalidRequest, "Unsupported MCP-Protocol-Version")
-                .with_hint(format!("This server speaks {}.", Protocol::listed()));
-            return Err(refuse(
-                state,
-                batch,
-                messages,
-                &e,
-                StatusCode::BAD_REQUEST,
-                None,
-            ));
-        }
-    }
-
+    let announced = announced_protocol(&parts.headers).map_err(deny)?;
     let identity = identify(state, &parts.headers).await;
-    let opens_session = messages.iter().any(|m| m.is_request(|m| m == "initialize"));
-    let needs_token = messages.iter().any(|m| m.is_request(|m| m != "initialize"));
-    if identity.auth && (identity.rejected || (needs_token && identity.principal.is_none())) {
-        let message = if identity.rejected {
-            "Invalid or revoked token"
-        } else {
-            "Authentication required"
-        };
-        let mut e = McpError::new(Kind::Unauthenticated, message);
-        if let Some(why) = &identity.why {
-            e = e.with_hint(format!("The access token was refused: {why}."));
-        }
-        return Err(refuse(
-            state,
-            batch,
-            messages,
-            &e,
-            StatusCode::UNAUTHORIZED,
-            identity.why.as_deref(),
-        ));
+    let needs_token = messages.iter().any(|m| m.is_request(|m| !opens_session(m)));
+    token_admits(&identity, needs_token).map_err(deny)?;
+    vault_admits(door, &identity).map_err(deny)?;
+    let opening = messages.iter().any(|m| m.is_request(opens_session));
+    let agreed = match opening {
+        true => None,
+        false => session_protocol(door, &parts.headers, &identity, needs_token)
+            .await
+            .map_err(deny)?,
+    };
+    Ok((identity, announced.or(agreed).unwrap_or(Protocol::ASSUMED)))
+}
+
+/// Why [`admit`] refuses a body: the error, its HTTP status, and what was wrong with the token.
+struct Denied {
+    error: McpError,
+    status: StatusCode,
+    why: Option<String>,
+}
+
+impl Denied {
+    fn new(error: McpError, status: StatusCode) -> Box<Denied> {
+        Box::new(Denied {
+            error,
+            status,
+            why: None,
+        })
     }
-    if let (Some(vault), Some(principal)) = (&door.name, &identity.principal)
-        && !principal.may_use(vault)
-    {
-        let e = McpError::new(
-            Kind::ScopesDenied,
-            format!("This token may not use the vault {vault}"),
-        )
-        .with_hint("Use a token created with --vault-access naming this vault.");
-        return Err(refuse(
-            state,
-            batch,
-            messages,
-            &e,
+}
+
+/// The revision of `MCP-Protocol-Version`, `None` without the header; an unknown one is refused.
+fn announced_protocol(headers: &HeaderMap) -> Result<Option<Protocol>, Box<Denied>> {
+    let Some(v) = headers.get(PROTOCOL_HEADER) else {
+        return Ok(None);
+    };
+    match v.to_str().ok().and_then(Protocol::parse) {
+        Some(p) => Ok(Some(p)),
+        None => Err(Denied::new(
+            McpError::new(Kind::InvalidRequest, "Unsupported MCP-Protocol-Version")
+                .with_hint(format!("This server speaks {}.", Protocol::listed())),
+            StatusCode::BAD_REQUEST,
+        )),
+    }
+}
+
+/// With authentication on: a presented token must be valid, and a body of more than `initialize`
+/// needs one.
+fn token_admits(identity: &Identity, needs_token: bool) -> Result<(), Box<Denied>> {
+    if !identity.auth || !(identity.rejected || (needs_token && identity.principal.is_none())) {
+        return Ok(());
+    }
+    let message = if identity.rejected {
+        "Invalid or revoked token"
+    } else {
+        "Authentication required"
+    };
+    let mut e = McpError::new(Kind::Unauthenticated, message);
+    if let Some(why) = &identity.why {
+        e = e.with_hint(format!("The access token was refused: {why}."));
+    }
+    Err(Box::new(Denied {
+        error: e,
+        status: StatusCode::UNAUTHORIZED,
+        why: identity.why.clone(),
+    }))
+}
+
+/// On a server of several vaults, the token may use this door's vault.
+fn vault_admits(door: &Door, identity: &Identity) -> Result<(), Box<Denied>> {
+    match (&door.name, &identity.principal) {
+        (Some(vault), Some(principal)) if !principal.may_use(vault) => Err(Denied::new(
+            McpError::new(
+                Kind::ScopesDenied,
+                format!("This token may not use the vault {vault}"),
+            )
+            .with_hint("Use a token created with --vault-access naming this vault."),
             StatusCode::FORBIDDEN,
-            None,
-        ));
+        )),
+        _ => Ok(()),
     }
-    if !opens_session {
-        match parts.headers.get(SESSION_HEADER) {
-            Some(id) => match touch_session(door, id, identity.key().as_deref()).await {
-                Ok(agreed) => protocol = protocol.or(Some(agreed)),
-                Err(refused) => {
-                    let (e, status) = session_refused(refused);
-                    return Err(refuse(state, batch, messages, &e, status, None));
-                }
-            },
-            None if identity.auth && needs_token => {
-                let e = McpError::new(Kind::InvalidRequest, "Missing Mcp-Session-Id header")
-                    .with_hint("Send initialize first and echo its Mcp-Session-Id header on every later request.");
-                return Err(refuse(
-                    state,
-                    batch,
-                    messages,
-                    &e,
-                    StatusCode::BAD_REQUEST,
-                    None,
-                ));
+}
+
+/// The revision agreed by the session `Mcp-Session-Id` names; `None` without the header where
+/// none is needed. An unknown session, or none where one is needed, is refused.
+async fn session_protocol(
+    door: &Door,
+    headers: &HeaderMap,
+    identity: &Identity,
+    needs_token: bool,
+) -> Result<Option<Protocol>, Box<Denied>> {
+    match headers.get(SESSION_HEADER) {
+        Some(id) => match touch_session(door, id, identity.key().as_deref()).await {
+            Ok(agreed) => Ok(Some(agreed)),
+            Err(refused) => {
+                let (e, status) = session_refused(refused);
+                Err(Denied::new(e, status))
             }
-            None => {}
-        }
+        },
+        None if identity.auth && needs_token => Err(Denied::new(
+            McpError::new(Kind::InvalidRequest, "Missing Mcp-Session-Id header").with_hint(
+                "Send initialize first and echo its Mcp-Session-Id header on every later request.",
+            ),
+            StatusCode::BAD_REQUEST,
+        )),
+        None => Ok(None),
     }
-    Ok((identity, protocol.unwrap_or(Protocol::ASSUMED)))
 }
 
 /// Names the request's method (and tool) on the request's span, for the access log.
@@ -674,12 +686,7 @@ fn record_span(messages: &[Message]) {
     let span = tracing::Span::current();
     if let [Message::Request { method, params, .. }] = messages {
         span.record("rpc", method.as_str());
-        if let Some(tool) = params
-            .as_ref()
-            .and_then(|p| p.get("name"))
-            .and_then(Value::as_str)
-            .filter(|_| method == "tools/call")
-        {
+        if let Some(tool) = tool_named(method, params.as_ref()) {
             span.record("tool", tool);
         }
     } else {
@@ -700,17 +707,12 @@ async fn answer(
     messages: Vec<Message>,
 ) -> Response {
     let caller = identity.caller(protocol);
-    let mut entries = Vec::new();
-    let mut single_status = StatusCode::OK;
-    let mut worst: Option<Kind> = None;
-    let mut retry_after: Option<u64> = None;
-    let mut session = None;
-    let mut scopes_needed: Vec<Scope> = Vec::new();
+    let mut answers = Answers::default();
     for m in messages {
         match m {
             Message::Invalid { id, why } => {
                 state.shared.metrics.error(Kind::InvalidRequest);
-                entries.push(error_entry(
+                answers.entries.push(error_entry(
                     id,
                     &McpError::new(Kind::InvalidRequest, format!("Invalid request: {why}")),
                 ));
@@ -718,78 +720,116 @@ async fn answer(
             Message::Reply => {}
             Message::Notification { method, params } => {
                 // Only protocol notifications do anything; a method call without an id is dropped.
-                if method.starts_with("notifications/") {
+                if is_notification(&method) {
                     let _ = door.server.handle(&method, params, &caller).await;
                 }
             }
             Message::Request { id, method, params } => {
-                let needs = rate_tier(&method, params.as_ref()).flatten();
+                let needs = scope_needed(&method, params.as_ref()).flatten();
+                let opening = opens_session(&method) && answers.session.is_none();
                 let mut answered = dispatch(state, door, &caller, key, &method, params).await;
-                if let Ok(result) = &answered
-                    && method == "initialize"
-                    && session.is_none()
-                {
-                    let agreed = result["protocolVersion"].as_str().and_then(Protocol::parse);
-                    match door
-                        .sessions
-                        .open(identity.key(), agreed.unwrap_or(Protocol::LATEST))
-                        .await
-                    {
-                        Ok(id) => session = Some(id),
-                        Err(refused) => answered = Err(session_refused(refused).0),
+                if let (true, Ok(result)) = (opening, &answered) {
+                    match open_session(door, identity, result).await {
+                        Ok(id) => answers.session = Some(id),
+                        Err(e) => answered = Err(e),
                     }
                 }
                 match answered {
-                    Ok(result) => {
-                        entries.push(json!({"jsonrpc": "2.0", "id": id, "result": result}));
-                    }
+                    Ok(result) => answers
+                        .entries
+                        .push(json!({"jsonrpc": "2.0", "id": id, "result": result})),
                     Err(e) => {
                         state.shared.metrics.error(e.kind);
-                        single_status = status_for(e.kind);
-                        if e.kind == Kind::ScopesDenied {
-                            scopes_needed.extend(needs);
-                        }
-                        if worst.is_none_or(|w| batch_rank(e.kind) > batch_rank(w)) {
-                            worst = Some(e.kind);
-                        }
-                        if let Some(s) = e
-                            .retry_after_seconds
-                            .filter(|_| matches!(e.kind, Kind::RateLimited | Kind::Unavailable))
-                        {
-                            retry_after = Some(retry_after.map_or(s, |r| r.max(s)));
-                        }
-                        entries.push(error_entry(id, &e));
+                        answers.refused(id, &e, needs);
                     }
                 }
             }
         }
     }
+    answers.into_response(state, identity, batch)
+}
 
-    let mut response = if entries.is_empty() {
-        StatusCode::ACCEPTED.into_response()
-    } else if batch {
-        let status = worst
-            .filter(|k| batch_rank(*k) > 0)
-            .map_or(StatusCode::OK, status_for);
-        json_response(status, &Value::Array(entries))
-    } else {
-        json_response(single_status, &entries.pop().unwrap_or(Value::Null))
-    };
-    let headers = response.headers_mut();
-    if let Some(id) = session.and_then(|s| HeaderValue::from_str(&s).ok()) {
-        headers.insert(SESSION_HEADER, id);
+/// Opens the session an `initialize` answered with `result` starts, in the revision it agreed.
+async fn open_session(
+    door: &Door,
+    identity: &Identity,
+    result: &Value,
+) -> Result<String, McpError> {
+    let agreed = result["protocolVersion"].as_str().and_then(Protocol::parse);
+    door.sessions
+        .open(identity.key(), agreed.unwrap_or(Protocol::LATEST))
+        .await
+        .map_err(|refused| session_refused(refused).0)
+}
+
+/// The answers to a body's messages, and what the response's status and headers need of them.
+#[derive(Default)]
+struct Answers {
+    entries: Vec<Value>,
+    /// The status of the last refusal (a single message's).
+    single_status: Option<StatusCode>,
+    /// The weightiest refusal of a batch ([`batch_rank`]).
+    worst: Option<Kind>,
+    retry_after: Option<u64>,
+    session: Option<String>,
+    /// The scopes refused calls needed, for the `insufficient_scope` challenge.
+    scopes_needed: Vec<Scope>,
+}
+
+impl Answers {
+    /// A request refused with `e`; `needs` is the scope it needed.
+    fn refused(&mut self, id: Value, e: &McpError, needs: Option<Scope>) {
+        self.single_status = Some(status_for(e.kind));
+        if e.kind == Kind::ScopesDenied {
+            self.scopes_needed.extend(needs);
+        }
+        if self
+            .worst
+            .is_none_or(|w| batch_rank(e.kind) > batch_rank(w))
+        {
+            self.worst = Some(e.kind);
+        }
+        if let Some(s) = e
+            .retry_after_seconds
+            .filter(|_| matches!(e.kind, Kind::RateLimited | Kind::Unavailable))
+        {
+            self.retry_after = Some(self.retry_after.map_or(s, |r| r.max(s)));
+        }
+        self.entries.push(error_entry(id, e));
     }
-    if let Some(secs) = retry_after {
-        headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
-    }
-    if response.status() == StatusCode::FORBIDDEN
-        && let Some(challenge) = insufficient_scope_challenge(state, identity, &scopes_needed)
-    {
+
+    /// The one response: 202 when nothing is answered, else the answers with their status and
+    /// headers.
+    fn into_response(mut self, state: &HttpState, identity: &Identity, batch: bool) -> Response {
+        let mut response = if self.entries.is_empty() {
+            StatusCode::ACCEPTED.into_response()
+        } else if batch {
+            let status = self
+                .worst
+                .filter(|k| batch_rank(*k) > 0)
+                .map_or(StatusCode::OK, status_for);
+            json_response(status, &Value::Array(self.entries))
+        } else {
+            let status = self.single_status.unwrap_or(StatusCode::OK);
+            json_response(status, &self.entries.pop().unwrap_or(Value::Null))
+        };
+        let headers = response.headers_mut();
+        if let Some(id) = self.session.and_then(|s| HeaderValue::from_str(&s).ok()) {
+            headers.insert(SESSION_HEADER, id);
+        }
+        if let Some(secs) = self.retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if response.status() == StatusCode::FORBIDDEN
+            && let Some(challenge) =
+                insufficient_scope_challenge(state, identity, &self.scopes_needed)
+        {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, challenge);
+        }
         response
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, challenge);
     }
-    response
 }
 
 /// `DELETE <prefix>/mcp` of the `vault`th door: ends the session named by `Mcp-Session-Id`
@@ -887,24 +927,5 @@ mod tests {
         assert_eq!(presented_token(&h), None);
         h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer "));
         assert_eq!(presented_token(&h), None);
-    }
-
-    #[test]
-    fn only_calls_are_rate_limited() {
-        let write = tools::TOOLS
-            .iter()
-            .find(|t| t.scope == Scope::Write)
-            .unwrap();
-        assert_eq!(
-            rate_tier("tools/call", Some(&json!({"name": write.name}))),
-            Some(Some(Scope::Write))
-        );
-        assert_eq!(
-            rate_tier("tools/call", Some(&json!({"name": "no_such_tool"}))),
-            Some(None)
-        );
-        assert_eq!(rate_tier("resources/read", None), Some(Some(Scope::Read)));
-        assert_eq!(rate_tier("initialize", None), None);
-        assert_eq!(rate_tier("tools/list", None), None);
     }
 }

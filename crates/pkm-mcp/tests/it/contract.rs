@@ -1,4 +1,4 @@
-//! Contract tests for the fifteen kb_* tools (contract §5, §8, §11; SPEC-operations "MCP
+//! Contract tests for the fifteen kb_* tools (contract §5, §8, §11; ADR-0013 "MCP
 //! surface"), driven through the real `stratum-mcp --stdio` binary on temp copies of the example
 //! vault.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers fail loudly by design

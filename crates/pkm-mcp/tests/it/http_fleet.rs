@@ -1,4 +1,4 @@
-//! A fleet on Redis (issue #17, SPEC-operations `--redis-url`): two real `stratum-mcp --http`
+//! A fleet on Redis (issue #17, ADR-0013 `--redis-url`): two real `stratum-mcp --http`
 //! instances on one vault, one token store and one real `redis-server` (Debian's package, started
 //! here), behind a round-robin proxy that opens a new connection to the next instance for every
 //! request, as a load balancer without stickiness does. One token's burst holds across both, a

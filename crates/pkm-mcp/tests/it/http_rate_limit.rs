@@ -1,4 +1,4 @@
-//! Rate limits over HTTP (contract §9, SPEC-operations "Streamable HTTP behaviour"): a token
+//! Rate limits over HTTP (contract §9, ADR-0013 "Streamable HTTP behaviour"): a token
 //! bucket per token, every tool call counted (also inside a batch), HTTP 429 with `Retry-After`
 //! and RateLimited (-32003) with `data.retry_after_seconds`, refill, and per-scope tiers.
 //! `MCP_RATE_LIMIT_*` parsing is unit-tested in `http::rate`.

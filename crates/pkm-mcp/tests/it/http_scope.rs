@@ -124,6 +124,15 @@ async fn resources_need_the_read_scope() {
         "{}",
         r.json
     );
+    // Listing the notes needs it too, as kb_list_pages does (the method table says so once).
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/list"});
+    let r = s.post(&list, Some(&writer), Some(&session)).await;
+    assert_eq!(
+        (r.status, r.error_code()),
+        (403, Some(-32005)),
+        "{}",
+        r.json
+    );
 
     let reader = s.token_with("reader", &[Scope::Read]);
     let session = s.initialize(Some(&reader)).await;
@@ -131,6 +140,13 @@ async fn resources_need_the_read_scope() {
     assert_eq!(r.status, 200, "{}", r.json);
     let on_disk = std::fs::read_to_string(s.vault.join(NOTE)).unwrap();
     assert_eq!(r.json["result"]["contents"][0]["text"], on_disk.as_str());
+    let r = s.post(&list, Some(&reader), Some(&session)).await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    assert!(
+        r.json["result"]["resources"]
+            .as_array()
+            .is_some_and(|l| !l.is_empty())
+    );
 }
 
 #[tokio::test]

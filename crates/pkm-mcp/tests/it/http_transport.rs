@@ -1,4 +1,4 @@
-//! The Streamable HTTP door over a real socket (SPEC-operations "HTTP security" and "Streamable
+//! The Streamable HTTP door over a real socket (ADR-0013 "HTTP security" and "Streamable
 //! HTTP behaviour"): sessions, tokens, framing, status codes, Host/Origin checks, /health, TLS and
 //! the flag rules of `--http`.
 
@@ -137,7 +137,7 @@ async fn tool_calls_need_a_valid_token() {
     // Without a session too: the missing token is the first thing said.
     assert_eq!(s.post(&call, None, None).await.status, 401);
 
-    // Both schemes of SPEC-operations are accepted.
+    // Both schemes of ADR-0013 "HTTP security" are accepted.
     let bearer = s.post(&call, Some(&s.token), Some(&session)).await;
     assert_eq!(bearer.status, 200, "{}", bearer.json);
     assert!(
@@ -592,7 +592,7 @@ async fn tls_serves_https_with_the_given_certificate() {
 fn flags(args: &[&str]) -> Result<(), String> {
     let cli =
         Cli::try_parse_from(std::iter::once("stratum-mcp").chain(args.iter().copied())).unwrap();
-    http::check_flags(&cli.serve)
+    pkm_mcp::cli::check_flags(&cli.serve)
 }
 
 #[test]

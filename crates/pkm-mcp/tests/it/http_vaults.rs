@@ -1,4 +1,4 @@
-//! Several vaults in one `stratum-mcp --http` (issue #17, SPEC-operations "several vaults"):
+//! Several vaults in one `stratum-mcp --http` (issue #17, ADR-0013 "Command line"):
 //! each vault at `<base>/<name>/mcp` with the same tools, its own notes and sessions, one token
 //! store whose tokens may be confined to some vaults (403 elsewhere), `/health` over all of them.
 //! Driven through the real binary.

@@ -1,4 +1,4 @@
-//! DNS-rebinding defence (SPEC-operations "HTTP security"): the Host header must name this server
+//! DNS-rebinding defence (ADR-0013 "HTTP security"): the Host header must name this server
 //! (loopback names by default, plus `--allowed-host`), and a present Origin must be allowed
 //! (loopback origins by default, plus `--allowed-origin`). Checked before anything else.
 
@@ -12,7 +12,7 @@ use crate::errors::{Kind, McpError};
 
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
-pub(super) struct Guard {
+pub(super) struct AllowList {
     /// Lower-case `--allowed-host` entries.
     hosts: Vec<String>,
     /// Normalised `--allowed-origin` entries.
@@ -41,9 +41,9 @@ fn normalize_origin(origin: &str) -> String {
     origin.trim().trim_end_matches('/').to_ascii_lowercase()
 }
 
-impl Guard {
-    pub(super) fn new(hosts: &[String], origins: &[String]) -> Guard {
-        Guard {
+impl AllowList {
+    pub(super) fn new(hosts: &[String], origins: &[String]) -> AllowList {
+        AllowList {
             hosts: hosts
                 .iter()
                 .map(|h| h.trim().to_ascii_lowercase())
@@ -80,7 +80,7 @@ impl Guard {
 
 /// Middleware: 403 with a JSON-RPC error body for a foreign Host or Origin.
 pub(super) async fn check(State(state): State<HttpState>, req: Request, next: Next) -> Response {
-    let guard = &state.shared.guard;
+    let allowed = &state.shared.origin;
     // HTTP/1.1 sends Host; HTTP/2 puts the authority in the URI.
     let host = req
         .headers()
@@ -88,7 +88,7 @@ pub(super) async fn check(State(state): State<HttpState>, req: Request, next: Ne
         .and_then(|h| h.to_str().ok())
         .map(str::to_owned)
         .or_else(|| req.uri().authority().map(|a| a.as_str().to_owned()));
-    if !host.as_deref().is_some_and(|h| guard.host_allowed(h)) {
+    if !host.as_deref().is_some_and(|h| allowed.host_allowed(h)) {
         tracing::warn!(
             host = host.as_deref().unwrap_or(""),
             "rejected a request for a foreign Host"
@@ -98,7 +98,7 @@ pub(super) async fn check(State(state): State<HttpState>, req: Request, next: Ne
         return error_response(StatusCode::FORBIDDEN, &e);
     }
     if let Some(origin) = req.headers().get(header::ORIGIN)
-        && !origin.to_str().is_ok_and(|o| guard.origin_allowed(o))
+        && !origin.to_str().is_ok_and(|o| allowed.origin_allowed(o))
     {
         tracing::warn!(origin = ?origin, "rejected a request from a foreign Origin");
         let e = McpError::new(Kind::InvalidRequest, "Origin not allowed")
@@ -108,41 +108,13 @@ pub(super) async fn check(State(state): State<HttpState>, req: Request, next: Ne
     next.run(req).await
 }
 
-/// `--base`: empty, or `/seg[/seg...]` of URL-safe characters; a trailing slash is dropped.
-pub(super) fn normalize_base(base: &str) -> Result<String, String> {
-    let trimmed = base.trim().trim_end_matches('/');
-    if trimmed.is_empty() {
-        return Ok(String::new());
-    }
-    let with_slash = if trimmed.starts_with('/') {
-        trimmed.to_owned()
-    } else {
-        format!("/{trimmed}")
-    };
-    let ok = with_slash.split('/').skip(1).all(|seg| {
-        !seg.is_empty()
-            && seg != "."
-            && seg != ".."
-            && seg
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
-    });
-    if ok {
-        Ok(with_slash)
-    } else {
-        Err(format!(
-            "--base {base:?} is not a path prefix like /kb (letters, digits, '-', '.', '_', '~')"
-        ))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn hosts() {
-        let g = Guard::new(&["kb.example.org".into(), "10.0.0.2:8443".into()], &[]);
+        let g = AllowList::new(&["kb.example.org".into(), "10.0.0.2:8443".into()], &[]);
         for ok in [
             "localhost",
             "localhost:8787",
@@ -169,7 +141,7 @@ mod tests {
 
     #[test]
     fn origins() {
-        let g = Guard::new(&[], &["https://app.example.org/".into()]);
+        let g = AllowList::new(&[], &["https://app.example.org/".into()]);
         for ok in [
             "http://localhost:3000",
             "https://127.0.0.1",
@@ -186,17 +158,6 @@ mod tests {
             "http://localhost.evil.com",
         ] {
             assert!(!g.origin_allowed(bad), "{bad}");
-        }
-    }
-
-    #[test]
-    fn bases() {
-        assert_eq!(normalize_base("").unwrap(), "");
-        assert_eq!(normalize_base("/").unwrap(), "");
-        assert_eq!(normalize_base("/kb/").unwrap(), "/kb");
-        assert_eq!(normalize_base("kb/v1").unwrap(), "/kb/v1");
-        for bad in ["/a//b", "/{id}", "/a b", "/*x", "/../x"] {
-            assert!(normalize_base(bad).is_err(), "{bad}");
         }
     }
 }
