@@ -24,7 +24,8 @@ fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
         let dir = tempfile::tempdir().expect("temp dir");
-        let engine = IndexEngine::open(dir.path(), SearchLanguage::ENGLISH).expect("index");
+        let (engine, mut writer) =
+            IndexEngine::open(dir.path(), SearchLanguage::ENGLISH).expect("index");
         let mut notes: Vec<(String, NoteDoc)> = Vec::new();
         for (i, (title, content, tags)) in NOTES.iter().enumerate() {
             let path = format!("{}.md", title.to_lowercase());
@@ -46,9 +47,9 @@ fn fixture() -> &'static Fixture {
             }
         }
         for (path, note) in &notes {
-            engine.replace_page(path, note).expect("index a note");
+            writer.replace_page(path, note).expect("index a note");
         }
-        engine.commit().expect("commit");
+        writer.commit().expect("commit");
         Fixture { _dir: dir, engine }
     })
 }

@@ -1,19 +1,25 @@
-//! `App`: one opened vault with its store, index, locks and hooks. Every command takes `&App`.
+//! `App`: one opened vault with the read handles of its store and index, its writer's queue, and
+//! its hooks. Every command takes `&App`; the writing handles live on the writer thread alone
+//! (`writer.rs`), so no command can change the store or the index but through a writer job: the
+//! read handles have no writing method (pkm-block's and pkm-index's `compile_fail` examples).
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 use pkm_block::BlockStore;
-use pkm_core::{KbError, KbResult, Vault};
+use pkm_core::{KbError, KbResult, Vault, VaultPath};
 use pkm_index::{IndexEngine, IndexingGuard, SearchLanguage};
 use pkm_markdown::{Dialect, Flavor};
 
 use crate::hooks::SaveHooks;
 use crate::lock::VaultLock;
+use crate::pending::{Pending, same_fingerprint};
 use crate::resolver::{LinkGraph, Resolver};
+use crate::writer::Writer;
 
 /// Tunables of one `App`.
 #[derive(Debug, Clone)]
@@ -46,13 +52,18 @@ pub struct App {
     pub(crate) root: crate::beneath::Root,
     /// The app the vault is kept with, detected at open ([`detect_dialect`]).
     pub(crate) dialect: Dialect,
+    /// The store's read handle; its writing half is the writer thread's.
     pub(crate) store: BlockStore,
+    /// The index's read handle; its writing half is the writer thread's.
     pub(crate) index: IndexEngine,
     /// Exclusive for `kb_reindex rebuild`, shared for every other write (contract §10).
     pub(crate) guard: IndexingGuard,
     /// The writer thread's queue (`writer.rs`): every mutation of the store and the index runs
     /// there, one at a time, in the order asked.
-    pub(crate) jobs: std::sync::mpsc::Sender<crate::writer::Job>,
+    pub(crate) jobs: std::sync::mpsc::Sender<crate::writer::Job<App>>,
+    /// The writer thread, joined when the app closes: it owns the store's and the index's writing
+    /// halves and the vault's lead, all given up once it ends.
+    writer_thread: OnceLock<JoinHandle<()>>,
     /// Content hashes of the server's own saves, by path, for the watcher: an event whose file
     /// hashes to what we wrote is our echo; anything else is another program's edit.
     pub(crate) own_saves: Mutex<HashMap<String, String>>,
@@ -61,7 +72,7 @@ pub struct App {
     ready: Mutex<bool>,
     ready_cv: Condvar,
     /// Changes seen by the watcher and not yet applied.
-    pub(crate) pending: AtomicU64,
+    pub(crate) pending: Pending,
     /// Bumped whenever the set of pages or their names may change; invalidates `resolver`.
     pub(crate) generation: AtomicU64,
     resolver: Mutex<Option<(u64, Arc<Resolver>)>>,
@@ -70,10 +81,27 @@ pub struct App {
     pub(crate) config: AppConfig,
     /// Test seam (feature `test-support`): fails chosen steps of a save (see `write::Step`).
     #[cfg(feature = "test-support")]
-    pub(crate) faults: RwLock<Option<crate::write::FaultInjector>>,
-    /// The vault's leadership (`.pkm/write.lock`), held for the life of this `App`: one process
-    /// writes a vault at a time (the kernel drops the lock when the process dies).
-    _lead: VaultLock,
+    pub(crate) faults: RwLock<Option<crate::faults::FaultInjector>>,
+}
+
+impl Drop for App {
+    /// Waits for the writer thread to close the store and the index and give up the vault's lead
+    /// (`.pkm/write.lock`, held for the life of the app: one process writes a vault at a time), so
+    /// the vault can be opened again as soon as this returns. On the writer thread itself (a job
+    /// held the last handle) the thread ends right after.
+    fn drop(&mut self) {
+        let Some(thread) = self.writer_thread.take() else {
+            return;
+        };
+        if thread.thread().id() == std::thread::current().id() {
+            return;
+        }
+        // Wakes the thread, which finds the app gone and ends.
+        let _ = self.jobs.send(Box::new(|_: &App, _: &mut Writer| None));
+        if thread.join().is_err() {
+            tracing::error!("the vault's writer thread panicked");
+        }
+    }
 }
 
 /// What a cached link graph was built from: the resolver generation and the store's write count.
@@ -82,7 +110,7 @@ type GraphKey = (u64, u64);
 impl App {
     /// Opens the store and the index of `vault`. The index is recreated when it is missing,
     /// corrupt or of another schema (it is a cache of the notes). Does not scan: call
-    /// [`App::warm_up`] or [`crate::scan::scan`].
+    /// `App::warm_up` or `scan::scan`.
     ///
     /// Takes the vault's lead; fails with VaultLocked when another process leads it (a server
     /// that shares the vault uses [`App::open_leading`] once it holds the lock).
@@ -104,26 +132,24 @@ impl App {
 
     /// [`App::open`] for the process that holds `lead`.
     pub fn open_leading(vault: Vault, lead: VaultLock, config: AppConfig) -> KbResult<Arc<App>> {
-        let store = BlockStore::open(&vault.db_path()).map_err(|e| {
+        let (store, store_writer) = BlockStore::open(&vault.db_path()).map_err(|e| {
             tracing::error!(error = %e, "cannot open the block store");
             KbError::from(e)
         })?;
         let language = search_language(&vault)?;
-        let index = match IndexEngine::open(&vault.search_dir(), language) {
-            Ok(index) => index,
-            Err(e) => {
-                tracing::warn!(error = %e, "search index unusable; recreating it");
-                let index = IndexEngine::recreate(&vault.search_dir(), language).map_err(|e| {
-                    tracing::error!(error = %e, "cannot create the search index");
-                    KbError::from(e)
-                })?;
-                // The new index is empty: every note the store holds lags it until the next scan.
-                let stored = store.fingerprints().map_err(KbError::from)?;
-                let paths: Vec<&str> = stored.keys().map(String::as_str).collect();
-                store.mark_index_lag(&paths).map_err(KbError::from)?;
-                index
-            }
-        };
+        let ((index, index_writer), recreated) =
+            match IndexEngine::open(&vault.search_dir(), language) {
+                Ok(handles) => (handles, false),
+                Err(e) => {
+                    tracing::warn!(error = %e, "search index unusable; recreating it");
+                    let handles =
+                        IndexEngine::recreate(&vault.search_dir(), language).map_err(|e| {
+                            tracing::error!(error = %e, "cannot create the search index");
+                            KbError::from(e)
+                        })?;
+                    (handles, true)
+                }
+            };
         let root = crate::beneath::Root::open(vault.root()).map_err(|e| {
             tracing::error!(error = %e, "cannot open the vault folder");
             KbError::external("opening the vault folder")
@@ -139,23 +165,34 @@ impl App {
             index,
             guard: IndexingGuard::new(),
             jobs,
+            writer_thread: OnceLock::new(),
             own_saves: Mutex::new(HashMap::new()),
             hooks: RwLock::new(Vec::new()),
             ready: Mutex::new(false),
             ready_cv: Condvar::new(),
-            pending: AtomicU64::new(0),
+            pending: Pending::default(),
             generation: AtomicU64::new(0),
             resolver: Mutex::new(None),
             link_graph: Mutex::new(None),
             config,
             #[cfg(feature = "test-support")]
             faults: RwLock::new(None),
-            _lead: lead,
         });
-        crate::writer::spawn(Arc::downgrade(&app), queue).map_err(|e| {
+        let writer = Writer::new(store_writer, index_writer, lead);
+        let thread = crate::writer::spawn(Arc::downgrade(&app), queue, writer).map_err(|e| {
             tracing::error!(error = %e, "cannot start the writer thread");
             KbError::external("starting the vault's writer")
         })?;
+        let _ = app.writer_thread.set(thread);
+        if recreated {
+            // The new index is empty: every note the store holds lags it until the next scan.
+            // The writer's first job, so before any scan.
+            app.queue(|app, writer| {
+                if let Err(e) = writer.mark_all_lagging(&app.store) {
+                    tracing::error!(error = %e, "cannot mark the notes as lagging the new index");
+                }
+            });
+        }
         Ok(app)
     }
 
@@ -174,24 +211,6 @@ impl App {
 
     pub fn add_hooks(&self, hooks: Arc<dyn SaveHooks>) {
         self.hooks.write().push(hooks);
-    }
-
-    /// Queues the first incremental scan on the writer; index-backed reads wait for it (up to
-    /// `warm_wait`) while `initialize` and single-note reads answer at once.
-    pub fn warm_up(&self) {
-        self.queue(|app| {
-            match crate::scan::scan(app, crate::scan::ScanMode::Incremental) {
-                Ok(report) => tracing::info!(
-                    scanned = report.scanned,
-                    updated = report.updated,
-                    removed = report.removed,
-                    skipped = report.skipped.len(),
-                    "vault scan finished"
-                ),
-                Err(e) => tracing::error!(error = %e, "vault scan failed"),
-            }
-            app.mark_ready();
-        });
     }
 
     pub fn mark_ready(&self) {
@@ -263,13 +282,35 @@ impl App {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Whether the index reflects every note: the first scan is done, nothing is pending from
-    /// the watcher, no rebuild runs, and no note's index entries lag its store row.
+    /// Whether the index reflects every note: the first scan is done, no rebuild runs, no note's
+    /// index entries lag its store row, and every change the watcher saw and the writer has not
+    /// applied yet is one the store already has (a `kb_reindex` applied it first).
     pub fn index_fresh(&self) -> bool {
         self.is_ready()
-            && self.pending.load(Ordering::Acquire) == 0
-            && self.store.index_lag_count().is_ok_and(|n| n == 0)
             && !self.guard.is_rebuilding()
+            && self.store.index_lag_count().is_ok_and(|n| n == 0)
+            && self.pending.settled(|note| self.store_has_file(note))
+    }
+
+    /// Whether the store holds the note's file as it is on disk: its row has the file's
+    /// fingerprint, or the file is gone (or not a note file) and so is the row.
+    fn store_has_file(&self, note: &VaultPath) -> bool {
+        let Ok(row) = self.store.get_page(note) else {
+            return false;
+        };
+        let file = self
+            .root
+            .facts(note.as_str())
+            .ok()
+            .filter(|f| f.kind == crate::beneath::Kind::File)
+            .and_then(|f| Some((f.mtime?, f.size)));
+        match (row, file) {
+            (Some(row), Some((mtime, size))) => {
+                same_fingerprint((row.mtime_ns, row.size), mtime, size)
+            }
+            (None, None) => true,
+            _ => false,
+        }
     }
 }
 

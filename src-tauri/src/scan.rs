@@ -7,16 +7,17 @@
 //! never overwritten by the older text the scan read.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::Ordering;
-use std::time::SystemTime;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Instant, SystemTime};
 
 use pkm_core::{KbError, KbResult, VaultPath};
 use rayon::prelude::*;
 
 use crate::app::App;
 use crate::beneath::Kind;
-
 use crate::convert::{Prepared, prepare};
+use crate::pending::same_fingerprint;
+use crate::writer::{Change, Writer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScanMode {
@@ -167,12 +168,44 @@ pub fn scan(app: &App, mode: ScanMode) -> KbResult<ScanReport> {
 
 /// [`scan`], calling `progress(done, total)` as files are processed.
 pub fn scan_with_progress(app: &App, mode: ScanMode, progress: Progress) -> KbResult<ScanReport> {
-    app.on_writer(None, move |app| run_scan(app, mode, &*progress))
+    app.on_writer(None, move |app, writer| {
+        run_scan(app, writer, mode, &*progress)
+    })
+}
+
+impl App {
+    /// Queues the first incremental scan on the writer; index-backed reads wait for it (up to
+    /// `warm_wait`) while `initialize` and single-note reads answer at once.
+    pub fn warm_up(&self) {
+        self.queue(|app, writer| {
+            match scan_on_writer(app, writer, ScanMode::Incremental) {
+                Ok(report) => tracing::info!(
+                    scanned = report.scanned,
+                    updated = report.updated,
+                    removed = report.removed,
+                    skipped = report.skipped.len(),
+                    "vault scan finished"
+                ),
+                Err(e) => tracing::error!(error = %e, "vault scan failed"),
+            }
+            app.mark_ready();
+        });
+    }
+}
+
+/// [`scan`] from a job already on the writer (the first scan, a watcher's rescan).
+pub(crate) fn scan_on_writer(
+    app: &App,
+    writer: &mut Writer,
+    mode: ScanMode,
+) -> KbResult<ScanReport> {
+    run_scan(app, writer, mode, &|_, _| {})
 }
 
 /// The scan itself, on the writer thread: nothing else writes the store or the index meanwhile.
 fn run_scan(
     app: &App,
+    writer: &mut Writer,
     mode: ScanMode,
     progress: &(dyn Fn(usize, usize) + Send + Sync),
 ) -> KbResult<ScanReport> {
@@ -189,7 +222,7 @@ fn run_scan(
         mode
     };
     // A rebuild, and the first scan after start (which builds the store of a new vault), write
-    // the store in one transaction (see `apply`) and show as rebuilding (`index_fresh` false).
+    // the store in one transaction and show as rebuilding (`index_fresh` false).
     let bulk = mode == ScanMode::Rebuild || !app.is_ready();
     let _rebuilding = if bulk {
         Some(
@@ -210,7 +243,8 @@ fn run_scan(
         .collect();
     let mut report = update(
         app,
-        Scope {
+        writer,
+        &Scope {
             files,
             known,
             lagging,
@@ -226,9 +260,7 @@ fn run_scan(
     report.skipped.extend(passed_over);
     app.pages_changed();
     if stored_rules.as_deref() != Some(rules.as_str()) {
-        app.store
-            .set_meta("parse_rules", &rules)
-            .map_err(KbError::from)?;
+        writer.set_meta("parse_rules", &rules)?;
     }
     Ok(report)
 }
@@ -236,7 +268,11 @@ fn run_scan(
 /// Brings the store and the index up to date with the files of `paths` (dropping the notes whose
 /// files are gone), in one update: one store transaction and one index commit for all of them.
 /// On the writer thread (the watcher's bursts, stale reads).
-pub(crate) fn sync_paths(app: &App, paths: &[VaultPath]) -> KbResult<ScanReport> {
+pub(crate) fn sync_paths(
+    app: &App,
+    writer: &mut Writer,
+    paths: &[VaultPath],
+) -> KbResult<ScanReport> {
     let mut files = Vec::with_capacity(paths.len());
     let mut known = HashMap::new();
     for path in paths {
@@ -264,7 +300,8 @@ pub(crate) fn sync_paths(app: &App, paths: &[VaultPath]) -> KbResult<ScanReport>
         .collect();
     let report = update(
         app,
-        Scope {
+        writer,
+        &Scope {
             files,
             known,
             lagging,
@@ -295,73 +332,124 @@ struct Scope {
     what: Option<&'static str>,
 }
 
-/// The update of the store and the index for `scope`: files whose fingerprint moved (or that
-/// lag, or every file on a rebuild) are read and parsed on every core and written in chunks, notes
-/// known to the store whose files are gone are dropped, and the index is committed once.
+/// What an update does with its scope.
+struct Plan<'a> {
+    /// The files to read: their fingerprint moved, or they lag the index, or a rebuild reads all.
+    read: Vec<&'a FileFacts>,
+    /// The notes the store knows whose files are gone.
+    gone: Vec<String>,
+    /// The notes that leave the store and the index: `gone`, and lagging notes whose files are gone.
+    dropped: Vec<String>,
+}
+
+impl Scope {
+    fn plan(&self) -> Plan<'_> {
+        let on_disk: HashSet<&str> = self.files.iter().map(|f| f.path.as_str()).collect();
+        let gone: Vec<String> = self
+            .known
+            .keys()
+            .filter(|p| !on_disk.contains(p.as_str()))
+            .cloned()
+            .collect();
+        let mut dropped = gone.clone();
+        dropped.extend(
+            self.lagging
+                .iter()
+                .filter(|p| !on_disk.contains(p.as_str()))
+                .cloned(),
+        );
+        let read = self
+            .files
+            .iter()
+            .filter(|f| {
+                self.mode == ScanMode::Rebuild
+                    || self.lagging.contains(f.path.as_str())
+                    || self
+                        .known
+                        .get(f.path.as_str())
+                        .is_none_or(|(mtime, size, _)| {
+                            !same_fingerprint((*mtime, *size), f.mtime, f.size)
+                        })
+            })
+            .collect();
+        Plan {
+            read,
+            gone,
+            dropped,
+        }
+    }
+}
+
+/// The update of the store and the index for `scope`, as one [`Change`]: files whose fingerprint
+/// moved (or that lag, or every file on a rebuild) are read, parsed and written, notes known to
+/// the store whose files are gone are dropped, and the index is committed once. Until that commit,
+/// searches see the previous index (a rebuild never shows a half-empty one); a failure on the way
+/// leaves it there.
 fn update(
     app: &App,
-    scope: Scope,
+    writer: &mut Writer,
+    scope: &Scope,
     progress: &(dyn Fn(usize, usize) + Send + Sync),
 ) -> KbResult<ScanReport> {
-    let Scope {
-        files,
-        known,
-        lagging,
-        mode,
-        bulk,
-        what,
-    } = scope;
+    let Plan {
+        read,
+        gone,
+        dropped,
+    } = scope.plan();
     let mut report = ScanReport {
-        scanned: files.len(),
+        scanned: scope.files.len(),
         ..Default::default()
     };
+    let read_paths: Vec<&str> = read.iter().map(|f| f.path.as_str()).collect();
+    let mut change = writer.change(&read_paths)?;
+    if scope.mode == ScanMode::Rebuild {
+        change.clear_index()?;
+    }
+    if scope.bulk {
+        change.in_one_transaction()?;
+    }
+    let mut milestones = Milestones::start(scope.what, read.len());
+    report.updated = write_files(
+        app,
+        &mut change,
+        scope,
+        &read,
+        progress,
+        &mut milestones,
+        &mut report.skipped,
+    )?;
+    if read.is_empty() && dropped.is_empty() && scope.mode != ScanMode::Rebuild {
+        drop(change); // nothing to commit
+    } else {
+        let dropped_paths: Vec<&str> = dropped.iter().map(String::as_str).collect();
+        change.mark(&dropped_paths)?;
+        change.remove(&dropped)?;
+        report.removed = gone.len();
+        change.finish()?;
+    }
+    writer.set_meta("last_indexed_at", &pkm_core::time::now_rfc3339())?;
+    milestones.finished(&report);
+    Ok(report)
+}
 
-    let on_disk: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
-    let gone: Vec<String> = known
-        .keys()
-        .filter(|p| !on_disk.contains(p.as_str()))
-        .cloned()
-        .collect();
-    let todo: Vec<&FileFacts> = files
-        .iter()
-        .filter(|f| {
-            mode == ScanMode::Rebuild
-                || lagging.contains(f.path.as_str())
-                || match known.get(f.path.as_str()) {
-                    Some((mtime, size, _)) => {
-                        *mtime != pkm_core::time::to_nanos(f.mtime) || *size != f.size
-                    }
-                    None => true,
-                }
-        })
-        .collect();
-    let total = todo.len();
-    // Every note to (re)index lags the index from here until the scan's one index commit, so a
-    // crash anywhere in between is finished by the next scan; until that commit, searches see
-    // the previous index (a rebuild never shows a half-empty one).
-    let todo_paths: Vec<&str> = todo.iter().map(|f| f.path.as_str()).collect();
-    app.begin_update(&todo_paths)?;
-    if mode == ScanMode::Rebuild {
-        app.index.clear().map_err(KbError::from)?;
-    }
-    let started = std::time::Instant::now();
-    let what = what.filter(|_| total > 0);
-    if let Some(what) = what {
-        tracing::info!(target: crate::MILESTONE, notes = total, "{what} started");
-    }
-    let ctx = ChunkContext {
-        known: &known,
-        lagging: &lagging,
-        mode,
-    };
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let (mut applied, mut next_quarter) = (0usize, 1usize);
-    // Files are read and parsed (on every core) one chunk ahead of the store and index writes.
-    let written = std::thread::scope(|scope| -> KbResult<()> {
+/// Reads and parses `files` on every core, a chunk ahead of their writes to the store and the
+/// index through `change`; returns how many notes were (re)written.
+fn write_files(
+    app: &App,
+    change: &mut Change<'_>,
+    scope: &Scope,
+    files: &[&FileFacts],
+    progress: &(dyn Fn(usize, usize) + Send + Sync),
+    milestones: &mut Milestones,
+    skipped: &mut Vec<(String, String)>,
+) -> KbResult<usize> {
+    let total = files.len();
+    let done = AtomicUsize::new(0);
+    std::thread::scope(|threads| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(&FileFacts, Read)>>(1);
-        let (todo, done) = (&todo, &done);
-        scope.spawn(move || {
-            for chunk in todo.chunks(CHUNK) {
+        let done = &done;
+        threads.spawn(move || {
+            for chunk in files.chunks(CHUNK) {
                 let prepared: Vec<(&FileFacts, Read)> = chunk
                     .par_iter()
                     .map(|f| {
@@ -375,89 +463,71 @@ fn update(
                 }
             }
         });
-        let mut apply = |save: SavePages<'_>| {
-            for prepared in &rx {
-                applied += prepared.len();
-                report.updated += apply_chunk(app, prepared, &ctx, &mut report.skipped, save)?;
-                if let Some(what) = what
-                    && applied < total
-                    && applied * 4 >= next_quarter * total
-                {
-                    next_quarter = applied * 4 / total + 1;
-                    tracing::info!(target: crate::MILESTONE, done = applied, notes = total, "{what} {}% done", applied * 100 / total);
-                }
-            }
-            Ok::<(), KbError>(())
-        };
-        if bulk {
-            // One transaction for the whole scan.
-            app.store
-                .in_one_transaction(|w| apply(&|rows| w.save_pages(rows)))
-        } else {
-            apply(&|rows| app.store.save_pages(rows))
+        let (mut applied, mut updated) = (0, 0);
+        for prepared in &rx {
+            applied += prepared.len();
+            updated += apply_chunk(app, change, prepared, scope, skipped)?;
+            milestones.progress(applied);
         }
-    });
-    if let Err(e) = written {
-        // The lag marks stay, so the next scan redoes these notes; the index goes back to its
-        // last commit rather than let a later save commit a rebuild's clear and half its adds.
-        if let Err(r) = app.index.rollback() {
-            tracing::warn!(error = %r, "cannot roll the index back after a failed scan");
-        }
-        return Err(e);
-    }
-
-    // Notes whose files are gone, and lagging notes whose files are gone, leave store and index.
-    let mut dropped: Vec<&str> = gone.iter().map(String::as_str).collect();
-    dropped.extend(
-        lagging
-            .iter()
-            .map(String::as_str)
-            .filter(|p| !on_disk.contains(p)),
-    );
-    if !todo_paths.is_empty() || !dropped.is_empty() || mode == ScanMode::Rebuild {
-        app.begin_update(&dropped)?;
-        let dropped_owned: Vec<String> = dropped.iter().map(|p| (*p).to_owned()).collect();
-        app.drop_pages(&dropped_owned)?;
-        report.removed = gone.len();
-        let mut finished = todo_paths;
-        finished.extend(dropped);
-        app.finish_update(&finished)?;
-    }
-    app.store
-        .set_meta("last_indexed_at", &pkm_core::time::now_rfc3339())
-        .map_err(KbError::from)?;
-    if let Some(what) = what {
-        tracing::info!(
-            target: crate::MILESTONE,
-            notes = report.updated,
-            skipped = report.skipped.len(),
-            elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            "{what} finished"
-        );
-    }
-    Ok(report)
+        Ok(updated)
+    })
 }
 
-/// What every chunk of one scan needs to know.
-struct ChunkContext<'a> {
-    /// The store's fingerprints when the scan began.
-    known: &'a HashMap<String, (i64, u64, String)>,
-    /// Notes marked as lagging the index when the scan began.
-    lagging: &'a HashSet<String>,
-    mode: ScanMode,
+/// The milestone logs of one update: started, each quarter done, finished.
+struct Milestones {
+    /// The update's name; `None` when it logs none (small syncs, or nothing to read).
+    what: Option<&'static str>,
+    total: usize,
+    next_quarter: usize,
+    started: Instant,
 }
 
-use crate::writer::SavePages;
+impl Milestones {
+    fn start(what: Option<&'static str>, total: usize) -> Milestones {
+        let what = what.filter(|_| total > 0);
+        if let Some(what) = what {
+            tracing::info!(target: crate::MILESTONE, notes = total, "{what} started");
+        }
+        Milestones {
+            what,
+            total,
+            next_quarter: 1,
+            started: Instant::now(),
+        }
+    }
 
-/// Writes one chunk to the store (through `save`) and the index (uncommitted; the scan commits
-/// once). Runs on the writer. A file whose mtime or size moved since it was read is read again
-/// here, so that the store never goes back to an older text.
+    fn progress(&mut self, applied: usize) {
+        if let Some(what) = self.what
+            && applied < self.total
+            && applied * 4 >= self.next_quarter * self.total
+        {
+            self.next_quarter = applied * 4 / self.total + 1;
+            tracing::info!(target: crate::MILESTONE, done = applied, notes = self.total, "{what} {}% done", applied * 100 / self.total);
+        }
+    }
+
+    fn finished(&self, report: &ScanReport) {
+        if let Some(what) = self.what {
+            tracing::info!(
+                target: crate::MILESTONE,
+                notes = report.updated,
+                skipped = report.skipped.len(),
+                elapsed_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                "{what} finished"
+            );
+        }
+    }
+}
+
+/// Writes one chunk to the store and the index (uncommitted; the scan commits once). Runs on the
+/// writer. A file whose mtime or size moved since it was read is read again here, so that the
+/// store never goes back to an older text.
 fn apply_chunk(
     app: &App,
+    change: &mut Change<'_>,
     prepared: Vec<(&FileFacts, Read)>,
-    ctx: &ChunkContext<'_>,
+    scope: &Scope,
     skipped: &mut Vec<(String, String)>,
-    save: SavePages<'_>,
 ) -> KbResult<usize> {
     let mut batch: Vec<Prepared> = Vec::with_capacity(prepared.len());
     for (facts, read) in prepared {
@@ -487,15 +557,15 @@ fn apply_chunk(
             }
             Read::Ready(p) => {
                 // Same text, new mtime (a touch): refresh the fingerprint in the store only.
-                let same_text = ctx
+                let same_text = scope
                     .known
                     .get(facts.path.as_str())
                     .is_some_and(|(_, _, h)| *h == p.record.hash);
                 if same_text
-                    && ctx.mode == ScanMode::Incremental
-                    && !ctx.lagging.contains(facts.path.as_str())
+                    && scope.mode == ScanMode::Incremental
+                    && !scope.lagging.contains(facts.path.as_str())
                 {
-                    app.store_pages(&[&*p], save)?;
+                    change.save(&[&*p])?;
                 } else {
                     batch.push(*p);
                 }
@@ -506,12 +576,12 @@ fn apply_chunk(
         return Ok(0);
     }
     let pages: Vec<&Prepared> = batch.iter().collect();
-    let ids = app.store_pages(&pages, save)?;
+    let ids = change.save(&pages)?;
     // The index holds no doc of a note the store did not know and that was not lagging (docs
     // leave the index before their lag mark does), nor of any note after a rebuild's clear.
-    app.index_pages(&pages, &ids, &|path| {
-        ctx.mode != ScanMode::Rebuild
-            && (ctx.known.contains_key(path) || ctx.lagging.contains(path))
+    change.index(&pages, &ids, &|path| {
+        scope.mode != ScanMode::Rebuild
+            && (scope.known.contains_key(path) || scope.lagging.contains(path))
     })?;
     Ok(batch.len())
 }

@@ -16,7 +16,6 @@
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::Duration;
 
@@ -26,6 +25,7 @@ use pkm_core::{KbError, KbResult, VaultPath};
 use crate::app::App;
 use crate::convert::sha256_hex;
 use crate::scan;
+use crate::writer::Writer;
 
 /// How long the watcher waits for a burst of events to settle.
 pub const DEBOUNCE: Duration = Duration::from_millis(100);
@@ -167,8 +167,9 @@ impl Burst {
     /// Adds a changed note, unless the change is the echo of our own save; from here until the
     /// writer has applied the burst, the note counts as pending.
     fn add(&mut self, app: &App, note: VaultPath) {
-        if !is_echo(app, &note) && self.notes.insert(note) {
-            app.pending.fetch_add(1, Ordering::AcqRel);
+        if !is_echo(app, &note) && !self.notes.contains(&note) {
+            app.pending.note_seen(&note);
+            self.notes.insert(note);
         }
     }
 }
@@ -252,24 +253,23 @@ fn run(
             }
         }
         if burst.rescan {
-            app.pending.fetch_add(1, Ordering::AcqRel);
+            app.pending.rescan_seen();
         }
-        app.queue(move |app| apply_burst(app, burst));
+        app.queue(move |app, writer| apply_burst(app, writer, burst));
     }
 }
 
 /// Applies one burst on the writer: the rescan first when asked, then the notes, in one update;
 /// then the burst no longer counts as pending.
-fn apply_burst(app: &App, burst: Burst) {
-    let count = burst.notes.len() as u64 + u64::from(burst.rescan);
+fn apply_burst(app: &App, writer: &mut Writer, burst: Burst) {
     if burst.rescan
-        && let Err(e) = scan::scan(app, scan::ScanMode::Incremental)
+        && let Err(e) = scan::scan_on_writer(app, writer, scan::ScanMode::Incremental)
     {
         tracing::warn!(error = %e, "rescan after a folder change failed");
     }
-    if !burst.notes.is_empty() {
-        let notes: Vec<VaultPath> = burst.notes.into_iter().collect();
-        match scan::sync_paths(app, &notes) {
+    let notes: Vec<VaultPath> = burst.notes.into_iter().collect();
+    if !notes.is_empty() {
+        match scan::sync_paths(app, writer, &notes) {
             Ok(r) if r.updated + r.removed > 0 => tracing::info!(
                 updated = r.updated,
                 removed = r.removed,
@@ -281,7 +281,7 @@ fn apply_burst(app: &App, burst: Burst) {
             }
         }
     }
-    app.pending.fetch_sub(count, Ordering::AcqRel);
+    app.pending.applied(&notes, burst.rescan);
 }
 
 /// Whether the note's file is what the server itself last wrote there (the event is the echo of

@@ -1,18 +1,19 @@
-//! The one write path (DESIGN.md "Write path"), used by every mutating command:
+//! The one write path, used by every mutating command:
 //!
 //! validate, then on the vault's writer thread (one mutation at a time; a rebuild excludes the
 //! rest), the `expected_modified` check (mismatch = Conflict, zero mutation), a temp file in the same
 //! folder with fsync, rename and fsync of the folder, the SQLite transaction, the index commit
 //! (read-your-writes), the own-save record for the watcher, and the hooks once the writer has
-//! answered.
+//! answered. A delete removes the file and the folders it leaves empty, each folder fsynced, before
+//! the transaction.
 //!
-//! If the transaction fails, the previous file (bytes and mtime) is put back, so the file and the
-//! store never disagree. An index failure leaves file and store correct and marks the index
-//! stale until the next reindex: the index is a cache of the notes.
+//! If a folder fsync or the transaction fails, the previous file (bytes and mtime) is put back, so
+//! the file and the store never disagree, and the write answers an error. An index failure leaves
+//! file and store correct and marks the index stale until the next reindex: the index is a cache of
+//! the notes.
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use pkm_core::{ErrorKind, KbError, KbResult, VaultPath, time};
@@ -20,24 +21,12 @@ use pkm_core::{ErrorKind, KbError, KbResult, VaultPath, time};
 use crate::app::App;
 use crate::convert::{Prepared, prepare};
 use crate::notefile::ReadFailure;
+use crate::writer::Writer;
 
-/// The steps of a save at which a failure can be injected (see [`App::set_fault_injector`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    TempCreate,
-    TempWrite,
-    TempSync,
-    Rename,
-    DirSync,
-    StoreTransaction,
-    IndexCommit,
-    Remove,
-}
-
-pub type FaultInjector = Arc<dyn Fn(Step) -> std::io::Result<()> + Send + Sync>;
+pub use crate::faults::{FaultInjector, Step};
 
 /// What a mutation does with the note it was shown.
-pub(crate) enum Change {
+pub(crate) enum Edit {
     Write(String),
     Delete,
     Keep,
@@ -64,10 +53,27 @@ pub(crate) enum Outcome {
     Unchanged,
 }
 
+/// The error for a note path naming a FIFO, socket, device or folder: only regular files are notes.
+pub(crate) fn not_regular(path: &VaultPath) -> KbError {
+    KbError::invalid(format!("Not a regular file: {path}"))
+        .with_note(path.as_str())
+        .with_hint("Only regular files are notes; FIFOs, sockets and devices are never read.")
+}
+
+/// The error for a note path that leads outside the vault (or into `.pkm/`) through a symbolic
+/// link, found when the file is opened (a symlink swapped in after the path was checked).
+pub(crate) fn escapes(path: &VaultPath) -> KbError {
+    KbError::invalid(format!(
+        "Path leads outside the vault through a symbolic link: {path}"
+    ))
+    .with_note(path.as_str())
+    .with_hint("Only files inside the vault are notes; a symbolic link may lead to another place in the vault, not out of it.")
+}
+
 fn io_error(what: &str, path: &VaultPath, e: &std::io::Error) -> KbError {
     if crate::beneath::is_escape(e) {
         tracing::warn!(note = %path, "{what} refused: the path leads outside the vault");
-        return crate::commands::page::escapes(path);
+        return escapes(path);
     }
     tracing::error!(note = %path, error = %e, "{what} failed");
     let msg = match e.kind() {
@@ -94,6 +100,16 @@ fn temp_name(name: &str) -> OsString {
         &name[..keep],
         uuid::Uuid::new_v4().simple()
     ))
+}
+
+/// Makes a folder's entries (a rename, a removal) durable. Where the OS cannot fsync a folder
+/// (Windows: a folder opened as a file cannot be flushed, and NTFS journals its entries itself)
+/// that is no failure; anywhere else a failed fsync is one, and the write reports it.
+fn sync_folder(sync: impl FnOnce() -> std::io::Result<()>) -> std::io::Result<()> {
+    if cfg!(windows) {
+        return Ok(());
+    }
+    sync()
 }
 
 /// Whether `name` is one of [`temp_name`]'s, left behind by a save that was cut short.
@@ -167,7 +183,7 @@ impl App {
             }
         };
         self.step(Step::DirSync)?;
-        folder.sync()?;
+        sync_folder(|| folder.sync())?;
         f.metadata()?.modified()
     }
 
@@ -175,13 +191,24 @@ impl App {
     fn restore(&self, path: &VaultPath, before: &Current) {
         let outcome = match (&before.bytes, before.mtime) {
             (Some(bytes), mtime) => self.atomic_write(path, bytes, None, mtime).map(|_| ()),
-            (None, _) => self
-                .root
-                .parent(path.as_str(), false)
-                .and_then(|folder| folder.remove(None).and_then(|_| folder.sync())),
+            (None, _) => self.root.parent(path.as_str(), false).and_then(|folder| {
+                folder
+                    .remove(None)
+                    .and_then(|_| sync_folder(|| folder.sync()))
+            }),
         };
         if let Err(e) = outcome {
             tracing::error!(note = %path, error = %e, "could not restore the note after a failed save");
+        }
+    }
+
+    /// [`App::restore`] when the note on disk is not as it was before (a step after the rename
+    /// or the removal failed); not after a path that leads out of the vault, which changed nothing.
+    fn restore_if_changed(&self, path: &VaultPath, before: &Current, e: &std::io::Error) {
+        if !crate::beneath::is_escape(e)
+            && self.root.read_regular(path.as_str()).ok().map(|(b, _)| b) != before.bytes
+        {
+            self.restore(path, before);
         }
     }
 
@@ -192,7 +219,7 @@ impl App {
         &self,
         path: &VaultPath,
         expected_modified: Option<&str>,
-        f: impl FnOnce(&Current) -> KbResult<(Change, T)> + Send + 'static,
+        f: impl FnOnce(&Current) -> KbResult<(Edit, T)> + Send + 'static,
     ) -> KbResult<(Outcome, T)> {
         let expected = match expected_modified {
             None => None,
@@ -204,9 +231,10 @@ impl App {
             })?),
         };
         let owned = path.clone();
-        let (outcome, extra) = self.on_writer(Some(self.config.write_budget), move |app| {
-            app.mutate_on_writer(&owned, expected, f)
-        })?;
+        let (outcome, extra) = self
+            .on_writer(Some(self.config.write_budget), move |app, writer| {
+                app.mutate_on_writer(writer, &owned, expected, f)
+            })?;
         self.dispatch_hooks(path, &outcome);
         Ok((outcome, extra))
     }
@@ -214,9 +242,10 @@ impl App {
     /// [`App::mutate`] on the writer thread: nothing else changes the store or the index meanwhile.
     fn mutate_on_writer<T>(
         &self,
+        writer: &mut Writer,
         path: &VaultPath,
         expected: Option<SystemTime>,
-        f: impl FnOnce(&Current) -> KbResult<(Change, T)>,
+        f: impl FnOnce(&Current) -> KbResult<(Edit, T)>,
     ) -> KbResult<(Outcome, T)> {
         let current = self.read_current(path)?;
         if let Some(exp) = expected
@@ -237,9 +266,9 @@ impl App {
         }
         let (change, extra) = f(&current)?;
         let outcome = match change {
-            Change::Keep => Outcome::Unchanged,
-            Change::Write(text) => self.write_note(path, &text, &current)?,
-            Change::Delete => self.delete_note(path, &current)?,
+            Edit::Keep => Outcome::Unchanged,
+            Edit::Write(text) => self.write_note(writer, path, &text, &current)?,
+            Edit::Delete => self.delete_note(writer, path, &current)?,
         };
         Ok((outcome, extra))
     }
@@ -255,16 +284,21 @@ impl App {
                 bytes: None,
                 mtime: None,
             }),
-            Err(ReadFailure::NotRegular) => Err(crate::commands::page::not_regular(path)),
-            Err(ReadFailure::Escapes) => Err(crate::commands::page::escapes(path)),
+            Err(ReadFailure::NotRegular) => Err(not_regular(path)),
+            Err(ReadFailure::Escapes) => Err(escapes(path)),
             Err(ReadFailure::Io(e)) => Err(io_error("reading the note", path, &e)),
         }
     }
 
-    /// Writes `text` as the note, then its store rows, then its index docs (one update); on a
+    /// Writes `text` as the note, then its store rows, then its index docs (one change); on a
     /// failure before the store has the new text, the note is put back as `current` was.
-    fn write_note(&self, path: &VaultPath, text: &str, current: &Current) -> KbResult<Outcome> {
-        let key = [path.as_str()];
+    fn write_note(
+        &self,
+        writer: &mut Writer,
+        path: &VaultPath,
+        text: &str,
+        current: &Current,
+    ) -> KbResult<Outcome> {
         let mut prepared = prepare(
             &self.dialect,
             path,
@@ -281,7 +315,7 @@ impl App {
         }
         // Marked before anything changes, cleared after the index commit: a crash in
         // between leaves the note lagging, and the next scan re-indexes it.
-        self.begin_update(&key)?;
+        let mut change = writer.change(&[path.as_str()])?;
         // Recorded before the file changes, so the watcher knows the rename's event as
         // our echo however soon it arrives.
         self.record_own_save(path, Some(&prepared.record.hash));
@@ -290,14 +324,8 @@ impl App {
             Err(e) => {
                 self.record_own_save(path, None);
                 // A failure after the rename (the folder fsync) leaves the new text in
-                // place while the store still has the old: put the old one back. (A path
-                // leading out of the vault wrote nothing.)
-                if !crate::beneath::is_escape(&e)
-                    && self.root.read_regular(path.as_str()).ok().map(|(b, _)| b) != current.bytes
-                {
-                    self.restore(path, current);
-                }
-                let _ = self.store.clear_index_lag(&key);
+                // place while the store still has the old: put the old one back.
+                self.restore_if_changed(path, current, &e);
                 return Err(io_error("writing the note", path, &e));
             }
         };
@@ -307,14 +335,13 @@ impl App {
         let saved = self
             .step(Step::StoreTransaction)
             .map_err(|e| KbError::external(&format!("store transaction: {e}")))
-            .and_then(|_| self.store_pages(&[&prepared], &|rows| self.store.save_pages(rows)));
+            .and_then(|_| change.save(&[&prepared]));
         let ids = match saved.map(|mut ids| ids.pop().unwrap_or_default()) {
             Ok(ids) => ids,
             Err(e) => {
                 tracing::error!(note = %path, error = %e, "store transaction failed; restoring the note");
                 self.restore(path, current);
                 self.record_own_save(path, None);
-                let _ = self.store.clear_index_lag(&key);
                 return Err(KbError::external("saving the note to the store")
                     .with_note(path.as_str())
                     .with_hint("The note was left as it was before this call. Retry; if it persists, check the server log."));
@@ -330,62 +357,69 @@ impl App {
         let indexed = self
             .step(Step::IndexCommit)
             .map_err(|e| KbError::external(&e.to_string()))
-            .and_then(|_| self.index_pages(&[&prepared], std::slice::from_ref(&ids), &|_| true))
-            .and_then(|_| self.finish_update(&key));
+            .and_then(|_| change.index(&[&prepared], std::slice::from_ref(&ids), &|_| true))
+            .and_then(|_| change.finish());
         if let Err(e) = indexed {
             tracing::error!(note = %path, error = %e, "index refresh failed; the note lags the index until the next reindex");
         }
         Ok(Outcome::Written(Box::new(prepared), ids))
     }
 
-    /// Deletes the note, then its store rows and index docs (one update), then the folders it
-    /// leaves empty; on a store failure, the note is put back as `current` was.
-    fn delete_note(&self, path: &VaultPath, current: &Current) -> KbResult<Outcome> {
-        let key = [path.as_str()];
+    /// Deletes the note's file and the folders that leaves empty, then its store rows and index
+    /// docs (one change); on a failure before the store has let go of the note, the note is put
+    /// back as `current` was.
+    fn delete_note(
+        &self,
+        writer: &mut Writer,
+        path: &VaultPath,
+        current: &Current,
+    ) -> KbResult<Outcome> {
         if current.bytes.is_none() {
             return Err(KbError::not_found(path.as_str()));
         }
-        self.begin_update(&key)?;
+        let mut change = writer.change(&[path.as_str()])?;
         self.record_own_save(path, Some(""));
-        let removed = self
+        if let Err(e) = self
             .step(Step::Remove)
-            .and_then(|_| self.root.parent(path.as_str(), false))
-            .and_then(|folder| folder.remove(None).map(|_| folder));
-        match removed {
-            Ok(folder) => {
-                let _ = folder.sync();
-            }
-            Err(e) => {
-                self.record_own_save(path, None);
-                let _ = self.store.clear_index_lag(&key);
-                return Err(io_error("deleting the note", path, &e));
-            }
+            .and_then(|_| self.remove_note_file(path))
+        {
+            self.record_own_save(path, None);
+            self.restore_if_changed(path, current, &e);
+            return Err(io_error("deleting the note", path, &e));
         }
         let removed = self
             .step(Step::StoreTransaction)
             .map_err(|e| KbError::external(&format!("store transaction: {e}")))
-            .and_then(|_| self.drop_pages(&[path.as_str().to_owned()]));
+            .and_then(|_| change.remove(&[path.as_str().to_owned()]));
         if let Err(e) = removed {
             tracing::error!(note = %path, error = %e, "store transaction failed; restoring the note");
             self.restore(path, current);
             self.record_own_save(path, None);
-            let _ = self.store.clear_index_lag(&key);
             return Err(
                 KbError::external("deleting the note from the store").with_note(path.as_str())
             );
         }
-        if let Err(e) = self.finish_update(&key) {
+        self.pages_changed();
+        if let Err(e) = change.finish() {
             tracing::error!(note = %path, error = %e, "index refresh failed; the note lags the index until the next reindex");
         }
-        self.remove_empty_folders(path);
         Ok(Outcome::Deleted)
     }
 
+    /// Removes the note's file, then the folders that leaves empty, each removal made durable.
+    fn remove_note_file(&self, path: &VaultPath) -> std::io::Result<()> {
+        let folder = self.root.parent(path.as_str(), false)?;
+        folder.remove(None)?;
+        self.step(Step::DirSync)?;
+        sync_folder(|| folder.sync())?;
+        self.remove_empty_folders(path)
+    }
+
     /// Removes the folders a delete left empty, from the note's folder up to (not including) the
-    /// vault root, each relative to its parent's handle. Only an empty folder is removed (not a
-    /// symlink to one), so the first one that still holds anything (a hidden file too) stays, and
-    /// so does every folder above it.
-    fn remove_empty_folders(&self, note: &VaultPath) {
+    /// vault root, each relative to its parent's handle, and makes that durable. Only an empty
+    /// folder is removed (not a symlink to one), so the first one that still holds anything (a
+    /// hidden file too) stays, and so does every folder above it.
+    fn remove_empty_folders(&self, note: &VaultPath) -> std::io::Result<()> {
         let mut last_removed = None;
         let mut dir = Some(note.parent()).filter(|d| !d.is_empty());
         while let Some(d) = dir {
@@ -402,8 +436,13 @@ impl App {
                 }
             }
         }
-        if let Some(folder) = last_removed.and_then(|d| self.root.parent(d, false).ok()) {
-            let _ = folder.sync();
+        match last_removed {
+            Some(d) => {
+                let folder = self.root.parent(d, false)?;
+                self.step(Step::DirSync)?;
+                sync_folder(|| folder.sync())
+            }
+            None => Ok(()),
         }
     }
 

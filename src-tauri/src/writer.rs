@@ -1,172 +1,169 @@
 //! The vault's writer (ADR-0007): one thread per opened vault that runs every mutation of the store
 //! and the index, in the order they were asked for. Tool writes, `kb_reindex`, the first scan, the
-//! watcher and stale reads are its senders; reads never wait for it.
+//! watcher and stale reads are its senders (`queue.rs`); reads never wait for it.
 //!
-//! Every change of a note's store rows and index docs goes through the same three steps, whoever
-//! asked for it (a save, a scan, an external edit):
-//! 1. [`App::begin_update`]: the notes are marked as lagging the index (durably, in the store), so
-//!    a crash anywhere later is finished by the next scan;
-//! 2. [`App::store_pages`] / [`App::index_pages`] / [`App::drop_pages`]: store rows, then index docs;
-//! 3. [`App::finish_update`]: one index commit, then the marks cleared.
+//! The writing halves of the store and the index ([`StoreWriter`], [`IndexWriter`]) are opened
+//! with the vault and moved into this thread when it starts, inside a [`Writer`]; a job is handed
+//! `&mut Writer`, and no other code can reach them. So nothing changes the store or the index off
+//! this thread: the types say so, not a habit.
+//!
+//! Every change of notes' store rows and index docs is one [`Change`], whoever asked for it (a save,
+//! a scan, an external edit), opened by [`Writer::change`] for a set of notes:
+//! 1. opening it marks the notes as lagging the index (durably, in the store), so a crash anywhere
+//!    later is finished by the next scan;
+//! 2. [`Change::save`] / [`Change::index`] / [`Change::remove`]: store rows, then index docs;
+//! 3. [`Change::finish`]: one index commit, then the marks cleared.
+//!
+//! A change dropped unfinished (an error on the way) aborts: its open store transaction and its
+//! uncommitted index writes are rolled back, and the marks it made are cleared, but for the notes
+//! whose store rows it did change (their index docs now lag them, and the next scan redoes them).
 
 use std::cell::Cell;
+use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
-use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::sync::Weak;
+use std::sync::mpsc::Receiver;
+use std::thread::JoinHandle;
 
-use pkm_block::StoreError;
+use pkm_block::{BlockStore, StoreWriter};
 use pkm_core::{KbError, KbResult};
+use pkm_index::IndexWriter;
 
-use crate::app::App;
 use crate::convert::Prepared;
+use crate::lock::VaultLock;
 
-/// A unit of work for the writer thread. What it returns is run once the writer has let go of
-/// the app: the answer to a caller who waits for it ([`App::on_writer`]).
-pub(crate) type Job = Box<dyn FnOnce(&App) -> Option<Reply> + Send>;
+/// A unit of work for the writer thread of an app `A`. What it returns is run once the writer has
+/// let go of the app: the answer to a caller who waits for it (`queue.rs`).
+pub(crate) type Job<A> = Box<dyn FnOnce(&A, &mut Writer) -> Option<Reply> + Send>;
 
 /// Hands a job's answer to the caller waiting for it.
 pub(crate) type Reply = Box<dyn FnOnce() + Send>;
 
 thread_local! {
-    /// True on a writer thread: a job that asks for writer work runs it inline instead of
-    /// queueing behind itself.
+    /// True on a writer thread: a job must not wait for another job (it would wait for itself).
     static ON_WRITER: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Starts the writer thread of `app`. It holds only a weak reference: when the last `App` handle
-/// goes, the job channel closes and the thread ends.
-pub(crate) fn spawn(app: Weak<App>, jobs: Receiver<Job>) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name("stratum-writer".into())
-        .spawn(move || {
-            ON_WRITER.with(|w| w.set(true));
-            while let Ok(job) = jobs.recv() {
-                let Some(app) = app.upgrade() else { break };
-                let reply = std::panic::catch_unwind(AssertUnwindSafe(|| job(&app)));
-                // Let go before answering: a caller that then drops the last handle closes the
-                // vault (and frees its lead) at once, not whenever this thread gets to it.
-                drop(app);
-                match reply {
-                    Ok(Some(reply)) => reply(),
-                    Ok(None) => {}
-                    Err(_) => tracing::error!(
-                        "a writer job panicked; the writer goes on with the next one"
-                    ),
-                }
-            }
-        })
-        .map(|_| ())
+/// The writing halves of one vault: its store's and its index's, and its lead. Owned by the
+/// vault's writer thread; not `Clone`, never handed out but as `&mut` to a job.
+pub(crate) struct Writer {
+    store: StoreWriter,
+    index: IndexWriter,
+    /// The vault's leadership, given up only once the store and the index are closed (fields drop
+    /// in order), so the next leader can open them at once.
+    _lead: VaultLock,
 }
 
-const PENDING: u8 = 0;
-const RUNNING: u8 = 1;
-const CANCELLED: u8 = 2;
-
-/// Saves pages to the store (one transaction per call, or into a scan's one transaction) and
-/// returns each page's block ids.
-pub(crate) type SavePages<'a> = &'a dyn Fn(
-    &[(pkm_block::PageRecord, Vec<pkm_block::NewBlock>)],
-) -> Result<Vec<Vec<String>>, StoreError>;
-
-impl App {
-    /// Queues `job` for the writer without waiting for it.
-    pub(crate) fn queue(&self, job: impl FnOnce(&App) + Send + 'static) {
-        if ON_WRITER.with(Cell::get) {
-            job(self);
-            return;
-        }
-        let job: Job = Box::new(move |app| {
-            job(app);
-            None
-        });
-        if self.jobs.send(job).is_err() {
-            tracing::error!("the writer thread is gone; a queued update was dropped");
+impl Writer {
+    pub(crate) fn new(store: StoreWriter, index: IndexWriter, lead: VaultLock) -> Writer {
+        Writer {
+            store,
+            index,
+            _lead: lead,
         }
     }
 
-    /// Runs `f` on the writer and waits for its answer. With a `budget`, a job that has not
-    /// started within it is cancelled (it will never run) and the caller gets VaultLocked.
-    pub(crate) fn on_writer<T: Send + 'static>(
-        &self,
-        budget: Option<Duration>,
-        f: impl FnOnce(&App) -> KbResult<T> + Send + 'static,
-    ) -> KbResult<T> {
-        if ON_WRITER.with(Cell::get) {
-            return f(self);
-        }
-        let state = Arc::new(AtomicU8::new(PENDING));
-        let (tx, rx) = sync_channel::<KbResult<T>>(1);
-        let job_state = Arc::clone(&state);
-        let job: Job = Box::new(move |app| {
-            if job_state
-                .compare_exchange(PENDING, RUNNING, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                let answer = f(app);
-                return Some(Box::new(move || {
-                    let _ = tx.send(answer);
-                }) as Reply);
-            }
-            None
-        });
-        self.jobs
-            .send(job)
-            .map_err(|_| KbError::internal("the vault's writer is gone"))?;
-        let gone = || KbError::internal("the vault's writer dropped a request");
-        let Some(budget) = budget else {
-            return rx.recv().map_err(|_| gone())?;
+    /// Opens a change of the notes at `paths`: from here until [`Change::finish`] they lag the
+    /// index (a durable mark in the store).
+    pub(crate) fn change(&mut self, paths: &[&str]) -> KbResult<Change<'_>> {
+        let mut change = Change {
+            store: &mut self.store,
+            index: &mut self.index,
+            marked: Vec::new(),
+            new_marks: Vec::new(),
+            stored: HashSet::new(),
+            in_transaction: None,
+            index_dirty: false,
+            finished: false,
         };
-        match rx.recv_timeout(budget) {
-            Ok(r) => r,
-            Err(RecvTimeoutError::Disconnected) => Err(gone()),
-            Err(RecvTimeoutError::Timeout) => {
-                if state
-                    .compare_exchange(PENDING, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-                {
-                    let mut e = KbError::locked(budget.as_secs().max(1));
-                    e.message = "The vault is busy (an index rebuild or a large update runs); nothing was changed".into();
-                    Err(e)
-                } else {
-                    // It started just now: its answer is on the way.
-                    rx.recv().map_err(|_| gone())?
-                }
-            }
-        }
+        change.mark(paths)?;
+        Ok(change)
     }
 
-    /// Step 1 of every update: `paths` lag the index from here until [`App::finish_update`].
-    pub(crate) fn begin_update(&self, paths: &[&str]) -> KbResult<()> {
+    /// Marks every note `store` holds as lagging the index (an index recreated empty).
+    pub(crate) fn mark_all_lagging(&mut self, store: &BlockStore) -> KbResult<()> {
+        let stored = store.fingerprints().map_err(KbError::from)?;
+        let paths: Vec<&str> = stored.keys().map(String::as_str).collect();
+        self.store.mark_index_lag(&paths).map_err(KbError::from)?;
+        Ok(())
+    }
+
+    /// Sets a value of the store's meta table (not part of any note's change).
+    pub(crate) fn set_meta(&mut self, key: &str, value: &str) -> KbResult<()> {
+        self.store.set_meta(key, value).map_err(KbError::from)
+    }
+}
+
+/// One change of notes' store rows and index docs (see the module's text): opened by
+/// [`Writer::change`], ended by [`Change::finish`], aborted when dropped unfinished.
+#[must_use = "a change dropped unfinished is rolled back"]
+pub(crate) struct Change<'w> {
+    store: &'w mut StoreWriter,
+    index: &'w mut IndexWriter,
+    /// Every note this change marked as lagging; [`Change::finish`] clears them all.
+    marked: Vec<String>,
+    /// The marks this change made (the note did not lag before); an abort clears them, but for
+    /// the notes in `stored`.
+    new_marks: Vec<String>,
+    /// Notes whose store rows this change has committed: their marks outlive an abort.
+    stored: HashSet<String>,
+    /// The notes saved or removed in the store transaction [`Change::in_one_transaction`] opened;
+    /// stored once it commits.
+    in_transaction: Option<Vec<String>>,
+    /// Whether index writes wait for the commit (an abort rolls them back).
+    index_dirty: bool,
+    finished: bool,
+}
+
+impl Change<'_> {
+    /// Adds the notes at `paths` to the change (notes found gone on the way).
+    pub(crate) fn mark(&mut self, paths: &[&str]) -> KbResult<()> {
         if paths.is_empty() {
             return Ok(());
         }
-        self.store.mark_index_lag(paths).map_err(KbError::from)
+        let new = self.store.mark_index_lag(paths).map_err(KbError::from)?;
+        self.new_marks.extend(new);
+        self.marked.extend(paths.iter().map(|p| (*p).to_owned()));
+        Ok(())
     }
 
-    /// Step 2a: the pages' store rows, through `save`; returns each page's block ids.
-    pub(crate) fn store_pages(
-        &self,
-        pages: &[&Prepared],
-        save: SavePages<'_>,
-    ) -> KbResult<Vec<Vec<String>>> {
+    /// From here every store write of the change goes into one transaction, committed by
+    /// [`Change::finish`] (a rebuild, the first scan: a transaction per chunk would write every
+    /// page of the block-id index to the WAL once per chunk).
+    pub(crate) fn in_one_transaction(&mut self) -> KbResult<()> {
+        self.store.begin_transaction().map_err(KbError::from)?;
+        self.in_transaction = Some(Vec::new());
+        Ok(())
+    }
+
+    fn stored(&mut self, paths: impl IntoIterator<Item = String>) {
+        match &mut self.in_transaction {
+            Some(pending) => pending.extend(paths),
+            None => self.stored.extend(paths),
+        }
+    }
+
+    /// Step 2a: the pages' store rows; returns each page's block ids.
+    pub(crate) fn save(&mut self, pages: &[&Prepared]) -> KbResult<Vec<Vec<String>>> {
         let rows: Vec<_> = pages
             .iter()
             .map(|p| (p.record.clone(), p.blocks.clone()))
             .collect();
-        save(&rows).map_err(KbError::from)
+        let ids = self.store.save_pages(&rows).map_err(KbError::from)?;
+        self.stored(pages.iter().map(|p| p.record.path.as_str().to_owned()));
+        Ok(ids)
     }
 
     /// Step 2b: the pages' index docs, uncommitted. `indexed(path)` says whether the index may hold
     /// docs of the page already (if not, they are added without a delete, which every commit would
     /// otherwise apply to every segment).
-    pub(crate) fn index_pages(
-        &self,
+    pub(crate) fn index(
+        &mut self,
         pages: &[&Prepared],
         ids: &[Vec<String>],
         indexed: &dyn Fn(&str) -> bool,
     ) -> KbResult<()> {
+        self.index_dirty = true;
         for (p, ids) in pages.iter().zip(ids) {
             let path = p.record.path.as_str();
             let note = p.index_doc(ids);
@@ -180,48 +177,116 @@ impl App {
         Ok(())
     }
 
-    /// Step 2 for notes whose files are gone: their store rows and index docs (uncommitted).
-    pub(crate) fn drop_pages(&self, paths: &[String]) -> KbResult<()> {
+    /// Step 2 for notes whose files are gone: their store rows and index docs (uncommitted). The
+    /// caller tells the app that pages changed (`App::pages_changed`).
+    pub(crate) fn remove(&mut self, paths: &[String]) -> KbResult<()> {
         if paths.is_empty() {
             return Ok(());
         }
         self.store.delete_pages(paths).map_err(KbError::from)?;
+        self.stored(paths.iter().cloned());
+        self.index_dirty = true;
         for p in paths {
             self.index.delete_page(p).map_err(KbError::from)?;
         }
-        self.pages_changed();
         Ok(())
     }
 
-    /// Step 3: one index commit, then `paths` no longer lag.
-    pub(crate) fn finish_update(&self, paths: &[&str]) -> KbResult<()> {
-        self.index.commit().map_err(KbError::from)?;
-        if paths.is_empty() {
-            return Ok(());
+    /// Removes every doc from the index (a rebuild), uncommitted.
+    pub(crate) fn clear_index(&mut self) -> KbResult<()> {
+        self.index_dirty = true;
+        self.index.clear().map_err(KbError::from)
+    }
+
+    /// Step 3: the store transaction committed (if one is open), one index commit, then the
+    /// change's notes no longer lag. On an error the change aborts.
+    pub(crate) fn finish(mut self) -> KbResult<()> {
+        if let Some(pending) = self.in_transaction.take() {
+            self.store.commit_transaction().map_err(KbError::from)?;
+            self.stored.extend(pending);
         }
-        if let Err(e) = self.store.clear_index_lag(paths) {
+        if self.index_dirty {
+            self.index.commit().map_err(KbError::from)?;
+            self.index_dirty = false;
+        }
+        self.finished = true;
+        let marked: Vec<&str> = self.marked.iter().map(String::as_str).collect();
+        if !marked.is_empty()
+            && let Err(e) = self.store.clear_index_lag(&marked)
+        {
             // Harmless: the notes are re-indexed by the next scan.
             tracing::warn!(error = %e, "could not clear index-lag marks");
         }
         Ok(())
     }
+
+    /// Undoes what the change has not committed, and the marks of the notes whose store rows
+    /// it did not change.
+    fn abort(&mut self) {
+        if self.in_transaction.take().is_some()
+            && let Err(e) = self.store.rollback_transaction()
+        {
+            tracing::warn!(error = %e, "cannot roll the store back after a failed change");
+        }
+        if self.index_dirty
+            && let Err(e) = self.index.rollback()
+        {
+            tracing::warn!(error = %e, "cannot roll the index back after a failed change");
+        }
+        let unchanged: Vec<&str> = self
+            .new_marks
+            .iter()
+            .filter(|p| !self.stored.contains(*p))
+            .map(String::as_str)
+            .collect();
+        if !unchanged.is_empty()
+            && let Err(e) = self.store.clear_index_lag(&unchanged)
+        {
+            // Harmless: the notes are re-indexed by the next scan.
+            tracing::warn!(error = %e, "could not clear index-lag marks");
+        }
+    }
 }
 
-impl App {
-    /// Queues `f` on the writer and waits up to `wait` for its answer; `None` if it has not
-    /// answered by then (it still runs, later). For work that is right whenever it runs.
-    pub(crate) fn on_writer_within<T: Send + 'static>(
-        &self,
-        wait: Duration,
-        f: impl FnOnce(&App) -> T + Send + 'static,
-    ) -> Option<T> {
-        if ON_WRITER.with(Cell::get) {
-            return Some(f(self));
+impl Drop for Change<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.abort();
         }
-        let (tx, rx) = sync_channel::<T>(1);
-        self.queue(move |app| {
-            let _ = tx.send(f(app));
-        });
-        rx.recv_timeout(wait).ok()
     }
+}
+
+/// Starts the writer thread of `app`, owning `writer`. It holds only a weak reference to the app:
+/// when the last handle goes, the thread ends and closes the store and the index (`App`'s `Drop`
+/// waits for that).
+pub(crate) fn spawn<A: Send + Sync + 'static>(
+    app: Weak<A>,
+    jobs: Receiver<Job<A>>,
+    mut writer: Writer,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("stratum-writer".into())
+        .spawn(move || {
+            ON_WRITER.with(|w| w.set(true));
+            while let Ok(job) = jobs.recv() {
+                let Some(app) = app.upgrade() else { break };
+                let reply = std::panic::catch_unwind(AssertUnwindSafe(|| job(&app, &mut writer)));
+                // Let go before answering: a caller that then drops the last handle closes the
+                // vault (and frees its lead) at once, not whenever this thread gets to it.
+                drop(app);
+                match reply {
+                    Ok(Some(reply)) => reply(),
+                    Ok(None) => {}
+                    Err(_) => tracing::error!(
+                        "a writer job panicked; the writer goes on with the next one"
+                    ),
+                }
+            }
+            drop(writer);
+        })
+}
+
+/// Whether the calling thread is a vault's writer thread.
+pub(crate) fn on_writer_thread() -> bool {
+    ON_WRITER.with(Cell::get)
 }

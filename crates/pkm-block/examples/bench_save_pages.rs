@@ -21,7 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let with_links = std::env::var_os("BENCH_NO_LINKS").is_none();
     let with_tags = std::env::var_os("BENCH_NO_TAGS").is_none();
     let dir = tempfile::tempdir()?;
-    let store = BlockStore::open(&dir.path().join("blocks.db"))?;
+    let (store, mut writer) = BlockStore::open(&dir.path().join("blocks.db"))?;
     let batch = (0..pages)
         .map(|i| {
             let path = VaultPath::lexical(&format!("folder{}/note-{i}.md", i % 50))?;
@@ -66,13 +66,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect::<Result<Vec<_>, pkm_core::PathError>>()?;
 
     let t = Instant::now();
-    store.save_pages(&batch)?;
+    writer.save_pages(&batch)?;
     println!(
         "save_pages, fresh: {pages} pages x {per_page} blocks in {:?}",
         t.elapsed()
     );
     let t = Instant::now();
-    store.save_pages(&batch)?;
+    writer.save_pages(&batch)?;
     println!("save_pages, re-save (ids reused): {:?}", t.elapsed());
     let t = Instant::now();
     let all = store.all_pages()?;

@@ -4,8 +4,11 @@
 //! hands over flat records ([`PageRecord`], [`NewBlock`], [`NewLink`]); the store keeps them, gives
 //! blocks stable ids, and answers the lookups the tools need (pages, backlinks, tags, link targets).
 //!
-//! Concurrency: one writer connection behind a mutex and a small pool of read-only connections. The
-//! database runs in WAL mode, so reads never wait on a write in progress.
+//! Concurrency: [`BlockStore::open`] gives two handles. [`BlockStore`] reads, through a small pool
+//! of read-only connections, and is shared by everyone; [`StoreWriter`] owns the one write
+//! connection and is the only way to change the store (it is not `Clone`: whoever holds it, the
+//! vault's writer thread, writes alone). The database runs in WAL mode, so reads never wait on a
+//! write in progress.
 
 mod error;
 mod model;
@@ -17,4 +20,4 @@ mod write;
 pub use error::StoreError;
 pub use model::{NewBlock, NewLink, PageRecord, PageRow, StoredBlock, StoredLink};
 pub use schema::SCHEMA_VERSION;
-pub use store::{BlockStore, PageWriter};
+pub use store::{BlockStore, StoreWriter};

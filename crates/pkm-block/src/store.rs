@@ -1,10 +1,11 @@
-//! `BlockStore`: connections, the reader pool, and the public API. The SQL lives in `read` and
-//! `write`.
+//! The store's two handles: [`BlockStore`] reads (a pool of read-only connections, for everyone)
+//! and [`StoreWriter`] writes (the one write connection, for the vault's writer alone). The SQL
+//! lives in `read` and `write`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use pkm_core::VaultPath;
@@ -27,31 +28,39 @@ const WAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
 /// Room for every distinct statement of the store, so none is ever re-prepared.
 const STATEMENT_CACHE: usize = 64;
 
-/// The block store. `Send + Sync`; share it in an `Arc`.
+/// The read handle of the store: every lookup, never a change. `Send + Sync`; share it in an
+/// `Arc`. Its writing half is the [`StoreWriter`] that [`BlockStore::open`] hands out with it.
+///
+/// A read handle cannot save:
+///
+/// ```compile_fail,E0599
+/// # fn f(store: &pkm_block::BlockStore, page: &pkm_block::PageRecord) {
+/// store.save_page(page, &[]);
+/// # }
+/// ```
 pub struct BlockStore {
     path: PathBuf,
-    writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
-    /// Committed write transactions so far: caches derived from the store compare it.
-    writes: AtomicU64,
+    /// Committed write transactions so far (counted by the writer): caches derived from the store
+    /// compare it.
+    writes: Arc<AtomicU64>,
 }
 
-/// Saves pages inside a transaction opened by [`BlockStore::in_one_transaction`].
-pub struct PageWriter<'a> {
-    tx: &'a Connection,
-}
-
-impl PageWriter<'_> {
-    /// [`BlockStore::save_page`] for each page, in order; returns each page's block ids.
-    pub fn save_pages(
-        &self,
-        pages: &[(PageRecord, Vec<NewBlock>)],
-    ) -> Result<Vec<Vec<String>>, StoreError> {
-        pages
-            .iter()
-            .map(|(page, blocks)| write::save_page(self.tx, page, blocks))
-            .collect()
-    }
+/// The writing half of the store: the one write connection. Not `Clone` and not `Sync`; whoever
+/// holds it (the vault's writer thread) is the only code that can change the store.
+///
+/// It cannot be copied to write from a second place:
+///
+/// ```compile_fail,E0599
+/// # fn f(writer: pkm_block::StoreWriter) {
+/// let second = writer.clone();
+/// # }
+/// ```
+pub struct StoreWriter {
+    conn: Connection,
+    /// Whether [`StoreWriter::begin_transaction`] left a transaction open: every write joins it.
+    open: bool,
+    writes: Arc<AtomicU64>,
 }
 
 /// A poisoned lock only means another thread panicked while holding it; the connection inside is
@@ -88,7 +97,17 @@ impl BlockStore {
     /// Opens (creating if needed) the store at `db_path` and brings its schema up to date. WAL
     /// journal, 5 s busy timeout, foreign keys on, `synchronous=NORMAL`. A database written by a
     /// newer schema is refused with [`StoreError::NewerSchema`].
-    pub fn open(db_path: &Path) -> Result<BlockStore, StoreError> {
+    ///
+    /// Gives the read handle, for everyone, and the writing handle, for the one thread that writes:
+    ///
+    /// ```no_run
+    /// # fn f(page: &pkm_block::PageRecord) -> Result<(), pkm_block::StoreError> {
+    /// let (store, mut writer) = pkm_block::BlockStore::open(std::path::Path::new("blocks.db"))?;
+    /// writer.save_page(page, &[])?;
+    /// assert_eq!(store.page_count()?, 1);
+    /// # Ok(()) }
+    /// ```
+    pub fn open(db_path: &Path) -> Result<(BlockStore, StoreWriter), StoreError> {
         let mut conn = Connection::open(db_path)?;
         configure(&conn)?;
         // Check the version before changing anything about the file.
@@ -112,12 +131,18 @@ impl BlockStore {
         // A vault scan is one large transaction; afterwards the WAL is cut back to this size.
         conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
         schema::migrate(&mut conn)?;
-        Ok(BlockStore {
+        let writes = Arc::new(AtomicU64::new(0));
+        let store = BlockStore {
             path: db_path.to_path_buf(),
-            writer: Mutex::new(conn),
             readers: Mutex::new(Vec::new()),
-            writes: AtomicU64::new(0),
-        })
+            writes: Arc::clone(&writes),
+        };
+        let writer = StoreWriter {
+            conn,
+            open: false,
+            writes,
+        };
+        Ok((store, writer))
     }
 
     fn open_reader(&self) -> Result<Connection, StoreError> {
@@ -150,72 +175,10 @@ impl BlockStore {
         out
     }
 
-    /// Runs `f` in one write transaction (taking the write lock up front, so it cannot fail
-    /// half-way with SQLITE_BUSY), committed only if `f` succeeds.
-    fn write<T, E: From<StoreError>>(
-        &self,
-        f: impl FnOnce(&Connection) -> Result<T, E>,
-    ) -> Result<T, E> {
-        let mut conn = lock(&self.writer);
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StoreError::from)?;
-        let out = f(&tx)?;
-        tx.commit().map_err(StoreError::from)?;
-        self.writes.fetch_add(1, Ordering::AcqRel);
-        Ok(out)
-    }
-
-    /// The number of write transactions committed through this handle. Read it before reading
+    /// The number of write transactions the store's writer has committed. Read it before reading
     /// the store to build a cache; the cache is current while the number is unchanged.
     pub fn write_count(&self) -> u64 {
         self.writes.load(Ordering::Acquire)
-    }
-
-    /// Replaces a page's row, blocks, links and tags in one transaction; returns the block ids in
-    /// input order. Ids are stable: an `explicit_id` wins (unless another block already holds it);
-    /// otherwise the id of an old block of the page with identical content (first unused match in
-    /// document order); otherwise a new UUID v4.
-    pub fn save_page(
-        &self,
-        page: &PageRecord,
-        blocks: &[NewBlock],
-    ) -> Result<Vec<String>, StoreError> {
-        self.write(|tx| write::save_page(tx, page, blocks))
-    }
-
-    /// [`Self::save_page`] for many pages in one transaction (the vault scan).
-    pub fn save_pages(
-        &self,
-        pages: &[(PageRecord, Vec<NewBlock>)],
-    ) -> Result<Vec<Vec<String>>, StoreError> {
-        self.write(|tx| PageWriter { tx }.save_pages(pages))
-    }
-
-    /// Runs `f` with a [`PageWriter`] whose saves all go into one write transaction, committed
-    /// when `f` returns `Ok` and rolled back otherwise. For a large vault scan: a transaction per
-    /// chunk would write every page of the block-id index (random UUIDs) to the WAL once per
-    /// chunk. Other writes through this store wait until `f` returns.
-    pub fn in_one_transaction<T, E: From<StoreError>>(
-        &self,
-        f: impl FnOnce(&PageWriter<'_>) -> Result<T, E>,
-    ) -> Result<T, E> {
-        self.write(|tx| f(&PageWriter { tx }))
-    }
-
-    /// Removes a page and everything attached to it; `true` if it existed.
-    pub fn delete_page(&self, path: &VaultPath) -> Result<bool, StoreError> {
-        self.write(|tx| write::delete_page(tx, path.as_str()))
-    }
-
-    /// Removes many pages (by stored path) in one transaction.
-    pub fn delete_pages(&self, paths: &[String]) -> Result<(), StoreError> {
-        self.write(|tx| {
-            for p in paths {
-                write::delete_page(tx, p)?;
-            }
-            Ok(())
-        })
     }
 
     pub fn get_page(&self, path: &VaultPath) -> Result<Option<PageRow>, StoreError> {
@@ -236,6 +199,20 @@ impl BlockStore {
     #[cfg(feature = "test-support")]
     pub fn links_of_page(&self, path: &VaultPath) -> Result<Vec<StoredLink>, StoreError> {
         self.read(|c| read::links_of_page(c, path.as_str()))
+    }
+
+    /// The ids a save of `blocks` to `path` would keep (by the rule [`StoreWriter::save_page`]
+    /// follows), `None` for the blocks that would get a new one; for answering from a file the
+    /// store has not caught up with.
+    pub fn kept_block_ids(
+        &self,
+        path: &VaultPath,
+        blocks: &[NewBlock],
+    ) -> Result<Vec<Option<String>>, StoreError> {
+        self.read(|c| {
+            let old = write::old_blocks(c, path.as_str())?;
+            write::kept_ids(c, path.as_str(), &old, blocks)
+        })
     }
 
     /// Up to `limit` pages with a path after `after`, ordered by path (keyset paging).
@@ -312,41 +289,10 @@ impl BlockStore {
         self.read(|c| read::meta(c, key))
     }
 
-    pub fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
-        self.write(|tx| write::set_meta(tx, key, value))
-    }
-
     /// `PRAGMA integrity_check` reports `ok`.
     #[cfg(feature = "test-support")]
     pub fn integrity_check(&self) -> Result<bool, StoreError> {
         self.read(read::integrity_check)
-    }
-
-    /// Drops every page (and its blocks, links and tags) in one transaction; meta survives.
-    pub fn clear(&self) -> Result<(), StoreError> {
-        self.write(write::clear)
-    }
-
-    /// Records that the index entries of `paths` may be behind (before a save or delete).
-    pub fn mark_index_lag(&self, paths: &[&str]) -> Result<(), StoreError> {
-        self.write(|tx| {
-            let mut st = tx.prepare_cached("INSERT OR IGNORE INTO index_lag (path) VALUES (?1)")?;
-            for p in paths {
-                st.execute([p])?;
-            }
-            Ok(())
-        })
-    }
-
-    /// Records that the index has caught up with `paths` (after an index commit).
-    pub fn clear_index_lag(&self, paths: &[&str]) -> Result<(), StoreError> {
-        self.write(|tx| {
-            let mut st = tx.prepare_cached("DELETE FROM index_lag WHERE path = ?1")?;
-            for p in paths {
-                st.execute([p])?;
-            }
-            Ok(())
-        })
     }
 
     /// Every note whose index entries may be behind, in path order.
@@ -364,6 +310,172 @@ impl BlockStore {
             Ok(c.prepare_cached("SELECT COUNT(*) FROM index_lag")?
                 .query_row([], |r| r.get::<_, i64>(0))?
                 .max(0) as u64)
+        })
+    }
+}
+
+impl StoreWriter {
+    /// Runs `f` in one write transaction (the write lock taken up front, so it cannot fail
+    /// half-way with SQLITE_BUSY), committed only if `f` succeeds; inside a transaction
+    /// [`StoreWriter::begin_transaction`] opened, in a savepoint of it instead.
+    fn write<T, E: From<StoreError>>(
+        &mut self,
+        f: impl FnOnce(&Connection) -> Result<T, E>,
+    ) -> Result<T, E> {
+        if self.open {
+            let sp = self.conn.savepoint().map_err(StoreError::from)?;
+            let out = f(&sp)?;
+            sp.commit().map_err(StoreError::from)?;
+            return Ok(out);
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(StoreError::from)?;
+        let out = f(&tx)?;
+        tx.commit().map_err(StoreError::from)?;
+        self.writes.fetch_add(1, Ordering::AcqRel);
+        Ok(out)
+    }
+
+    /// Replaces a page's row, blocks, links and tags in one transaction; returns the block ids in
+    /// input order. Ids are stable: an `explicit_id` wins (unless another block already holds it);
+    /// otherwise the id of an old block of the page with identical content (first unused match in
+    /// document order); otherwise a new UUID v4.
+    pub fn save_page(
+        &mut self,
+        page: &PageRecord,
+        blocks: &[NewBlock],
+    ) -> Result<Vec<String>, StoreError> {
+        self.write(|tx| write::save_page(tx, page, blocks))
+    }
+
+    /// [`Self::save_page`] for many pages in one transaction (the vault scan).
+    pub fn save_pages(
+        &mut self,
+        pages: &[(PageRecord, Vec<NewBlock>)],
+    ) -> Result<Vec<Vec<String>>, StoreError> {
+        self.write(|tx| {
+            pages
+                .iter()
+                .map(|(page, blocks)| write::save_page(tx, page, blocks))
+                .collect()
+        })
+    }
+
+    /// Runs `f` with this writer in one write transaction: every write `f` makes joins it, and it
+    /// is committed when `f` returns `Ok` and rolled back otherwise. For a large vault scan: a
+    /// transaction per chunk would write every page of the block-id index (random UUIDs) to the
+    /// WAL once per chunk.
+    pub fn in_one_transaction<T, E: From<StoreError>>(
+        &mut self,
+        f: impl FnOnce(&mut StoreWriter) -> Result<T, E>,
+    ) -> Result<T, E> {
+        self.begin_transaction()?;
+        match f(self) {
+            Ok(out) => {
+                self.commit_transaction()?;
+                Ok(out)
+            }
+            Err(e) => {
+                self.rollback_transaction()?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Opens one write transaction (taking the write lock up front) that every following write
+    /// joins, each still all-or-nothing by itself, until [`StoreWriter::commit_transaction`] or
+    /// [`StoreWriter::rollback_transaction`]; dropping the writer meanwhile rolls it back.
+    /// [`StoreWriter::in_one_transaction`] for a transaction whose end is known up front.
+    pub fn begin_transaction(&mut self) -> Result<(), StoreError> {
+        if self.open {
+            return Err(StoreError::InvalidInput(
+                "a write transaction is already open".to_owned(),
+            ));
+        }
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        self.open = true;
+        Ok(())
+    }
+
+    /// Commits the transaction [`StoreWriter::begin_transaction`] opened.
+    pub fn commit_transaction(&mut self) -> Result<(), StoreError> {
+        if !self.open {
+            return Err(StoreError::InvalidInput(
+                "no write transaction is open".to_owned(),
+            ));
+        }
+        if let Err(e) = self.conn.execute_batch("COMMIT") {
+            // A failed COMMIT may leave the transaction open; it ends here either way.
+            self.rollback_transaction()?;
+            return Err(e.into());
+        }
+        self.open = false;
+        self.writes.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Drops every write since [`StoreWriter::begin_transaction`]; nothing when none is open.
+    pub fn rollback_transaction(&mut self) -> Result<(), StoreError> {
+        if !self.open {
+            return Ok(());
+        }
+        self.open = false;
+        if self.conn.is_autocommit() {
+            return Ok(()); // SQLite already rolled it back
+        }
+        self.conn.execute_batch("ROLLBACK")?;
+        Ok(())
+    }
+
+    /// Removes a page and everything attached to it; `true` if it existed.
+    pub fn delete_page(&mut self, path: &VaultPath) -> Result<bool, StoreError> {
+        self.write(|tx| write::delete_page(tx, path.as_str()))
+    }
+
+    /// Removes many pages (by stored path) in one transaction.
+    pub fn delete_pages(&mut self, paths: &[String]) -> Result<(), StoreError> {
+        self.write(|tx| {
+            for p in paths {
+                write::delete_page(tx, p)?;
+            }
+            Ok(())
+        })
+    }
+
+    pub fn set_meta(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.write(|tx| write::set_meta(tx, key, value))
+    }
+
+    /// Drops every page (and its blocks, links and tags) in one transaction; meta survives.
+    pub fn clear(&mut self) -> Result<(), StoreError> {
+        self.write(write::clear)
+    }
+
+    /// Records that the index entries of `paths` may be behind (before a save or delete); returns
+    /// those of `paths` that were not marked already.
+    pub fn mark_index_lag(&mut self, paths: &[&str]) -> Result<Vec<String>, StoreError> {
+        self.write(|tx| {
+            let mut st = tx.prepare_cached("INSERT OR IGNORE INTO index_lag (path) VALUES (?1)")?;
+            let mut new = Vec::new();
+            for p in paths {
+                if st.execute([p])? > 0 {
+                    new.push((*p).to_owned());
+                }
+            }
+            Ok(new)
+        })
+    }
+
+    /// Records that the index has caught up with `paths` (after an index commit).
+    pub fn clear_index_lag(&mut self, paths: &[&str]) -> Result<(), StoreError> {
+        self.write(|tx| {
+            let mut st = tx.prepare_cached("DELETE FROM index_lag WHERE path = ?1")?;
+            for p in paths {
+                st.execute([p])?;
+            }
+            Ok(())
         })
     }
 }

@@ -35,7 +35,7 @@ pub(crate) fn save_page(
     // still present in `blocks` afterwards belongs to another page.
     tx.prepare_cached("DELETE FROM pages WHERE path = ?1")?
         .execute([path])?;
-    let ids = assign_ids(tx, &old, blocks)?;
+    let ids = assign_ids(tx, path, &old, blocks)?;
 
     tx.prepare_cached(
         "INSERT INTO pages (path, path_key, slug_key, stem_key, title, title_key, frontmatter_json,
@@ -89,23 +89,29 @@ pub(crate) fn save_page(
     Ok(ids)
 }
 
-fn old_blocks(tx: &Connection, path: &str) -> Result<Vec<(String, String)>, StoreError> {
+pub(crate) fn old_blocks(tx: &Connection, path: &str) -> Result<Vec<(String, String)>, StoreError> {
     let mut st = tx.prepare_cached("SELECT b.id, b.content FROM blocks b JOIN pages p ON p.id = b.page_id WHERE p.path = ?1 ORDER BY b.seq")?;
     let rows = st.query_map([path], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// Explicit ids first (so that a content match cannot take one), then reuse by identical content,
-/// then fresh UUIDs. A duplicate explicit id, or one held by a block of another page, is ignored:
-/// ids are unique across the store, and the first holder keeps its id.
-fn assign_ids(
-    tx: &Connection,
+/// The one block-id rule: the ids a save of `blocks` to the page at `path` keeps, in input order,
+/// `None` for a block that gets a new id. Explicit ids first (so that a content match cannot take
+/// one), trimmed; then the id of an `old` block of the page (`(id, content)` in document order)
+/// with identical content, first unused match first. A duplicate explicit id, or one held by a
+/// block of another page, is ignored: ids are unique across the store, and the first holder keeps
+/// its id.
+pub(crate) fn kept_ids(
+    c: &Connection,
+    path: &str,
     old: &[(String, String)],
     blocks: &[NewBlock],
-) -> Result<Vec<String>, StoreError> {
+) -> Result<Vec<Option<String>>, StoreError> {
     let mut ids: Vec<Option<String>> = vec![None; blocks.len()];
     let mut used: HashSet<String> = HashSet::new();
-    let mut held_elsewhere = tx.prepare_cached("SELECT 1 FROM blocks WHERE id = ?1")?;
+    let mut held_elsewhere = c.prepare_cached(
+        "SELECT 1 FROM blocks b JOIN pages p ON p.id = b.page_id WHERE b.id = ?1 AND p.path <> ?2",
+    )?;
     for (slot, b) in ids.iter_mut().zip(blocks) {
         let Some(explicit) = b
             .explicit_id
@@ -117,7 +123,7 @@ fn assign_ids(
         };
         if used.contains(explicit)
             || held_elsewhere
-                .query_row([explicit], |_| Ok(()))
+                .query_row([explicit, path], |_| Ok(()))
                 .optional()?
                 .is_some()
         {
@@ -148,8 +154,17 @@ fn assign_ids(
             }
         }
     }
+    Ok(ids)
+}
 
-    Ok(ids
+/// [`kept_ids`], with a fresh id for every block that keeps none.
+fn assign_ids(
+    tx: &Connection,
+    path: &str,
+    old: &[(String, String)],
+    blocks: &[NewBlock],
+) -> Result<Vec<String>, StoreError> {
+    Ok(kept_ids(tx, path, old, blocks)?
         .into_iter()
         // Version 4, as the contract (§4) fixes, although a time-ordered v7 id would insert in key
         // order and made a 10k-note scan ~1 s faster (docs/benchmarks.md explains).

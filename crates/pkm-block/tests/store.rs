@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use pkm_block::{BlockStore, NewBlock, NewLink, PageRecord, PageRow, StoreError};
+use pkm_block::{BlockStore, NewBlock, NewLink, PageRecord, PageRow, StoreError, StoreWriter};
 use pkm_core::{ErrorKind, KbError, VaultPath};
 use tempfile::TempDir;
 
@@ -15,10 +15,10 @@ fn vp(s: &str) -> VaultPath {
     VaultPath::lexical(s).unwrap()
 }
 
-fn open() -> (TempDir, BlockStore) {
+fn open() -> (TempDir, BlockStore, StoreWriter) {
     let dir = tempfile::tempdir().unwrap();
-    let store = BlockStore::open(&dir.path().join("blocks.db")).unwrap();
-    (dir, store)
+    let (store, writer) = BlockStore::open(&dir.path().join("blocks.db")).unwrap();
+    (dir, store, writer)
 }
 
 fn page(path: &str, title: &str) -> PageRecord {
@@ -77,7 +77,7 @@ fn store_is_send_and_sync() {
 
 #[test]
 fn save_and_get_round_trip() {
-    let (_dir, store) = open();
+    let (_dir, store, mut writer) = open();
     let rec = PageRecord {
         frontmatter_json: Some(r#"{"title":"Example note","tags":["project"]}"#.into()),
         aliases: vec!["Ex".into(), "Sample".into()],
@@ -114,7 +114,7 @@ fn save_and_get_round_trip() {
             ..block("call [[Other Note]] about ![[pic|shown]]")
         },
     ];
-    let ids = store.save_page(&rec, &blocks).unwrap();
+    let ids = writer.save_page(&rec, &blocks).unwrap();
     assert_eq!(ids.len(), 2);
     assert_ne!(ids[0], ids[1]);
     assert!(ids.iter().all(|id| uuid_like(id)), "{ids:?}");
@@ -197,9 +197,9 @@ fn uuid_like(s: &str) -> bool {
 
 #[test]
 fn ids_stay_stable_across_resaves_and_insertions() {
-    let (_dir, store) = open();
+    let (_dir, store, mut writer) = open();
     let p = page("a.md", "A");
-    let first = store
+    let first = writer
         .save_page(
             &p,
             &[block("one"), block("two"), block("two"), block("three")],
@@ -211,7 +211,7 @@ fn ids_stay_stable_across_resaves_and_insertions() {
         "ids are distinct: {first:?}"
     );
 
-    let again = store
+    let again = writer
         .save_page(
             &p,
             &[block("one"), block("two"), block("two"), block("three")],
@@ -220,7 +220,7 @@ fn ids_stay_stable_across_resaves_and_insertions() {
     assert_eq!(again, first, "unchanged blocks keep their ids");
 
     // An unrelated block inserted before the others: they keep their ids, it gets a new one.
-    let inserted = store
+    let inserted = writer
         .save_page(
             &p,
             &[
@@ -236,7 +236,7 @@ fn ids_stay_stable_across_resaves_and_insertions() {
     assert!(!first.contains(&inserted[0]));
 
     // An edited block gets a new id; identical duplicates are matched in order.
-    let edited = store
+    let edited = writer
         .save_page(
             &p,
             &[
@@ -257,7 +257,7 @@ fn ids_stay_stable_across_resaves_and_insertions() {
     );
 
     // Ids are per page: the same content on another page does not steal them.
-    let other = store
+    let other = writer
         .save_page(&page("b.md", "B"), &[block("one")])
         .unwrap();
     assert_ne!(other[0], first[0]);
@@ -269,15 +269,15 @@ fn ids_stay_stable_across_resaves_and_insertions() {
 
 #[test]
 fn explicit_id_wins() {
-    let (_dir, store) = open();
+    let (_dir, store, mut writer) = open();
     let p = page("a.md", "A");
-    let old = store.save_page(&p, &[block("same")]).unwrap();
+    let old = writer.save_page(&p, &[block("same")]).unwrap();
 
     let with_id = NewBlock {
         explicit_id: Some("6a1f0000-0000-4000-8000-000000000001".into()),
         ..block("same")
     };
-    let ids = store
+    let ids = writer
         .save_page(&p, &[with_id.clone(), block("same")])
         .unwrap();
     assert_eq!(ids[0], "6a1f0000-0000-4000-8000-000000000001");
@@ -287,7 +287,7 @@ fn explicit_id_wins() {
     );
 
     // The explicit id also wins over an old id that content would give.
-    let ids = store
+    let ids = writer
         .save_page(
             &p,
             &[
@@ -306,7 +306,7 @@ fn explicit_id_wins() {
     );
 
     // An id held by another page's block, or repeated within the page, is not taken twice.
-    let b_ids = store
+    let b_ids = writer
         .save_page(
             &page("b.md", "B"),
             &[NewBlock {
@@ -321,7 +321,7 @@ fn explicit_id_wins() {
         explicit_id: Some("dup-id".into()),
         ..block("d")
     };
-    let ids = store
+    let ids = writer
         .save_page(&page("c.md", "C"), &[dup.clone(), dup])
         .unwrap();
     assert_eq!(ids[0], "dup-id");
@@ -329,8 +329,84 @@ fn explicit_id_wins() {
 }
 
 #[test]
+fn kept_block_ids_are_the_ids_the_next_save_keeps() {
+    let (_dir, store, mut writer) = open();
+    let old = writer
+        .save_page(&page("a.md", "A"), &[block("same"), block("other")])
+        .unwrap();
+    let elsewhere = writer.save_page(&page("b.md", "B"), &[block("b")]).unwrap();
+    let next = [
+        // A trimmed explicit id, an id another page holds, identical content, and a new block.
+        NewBlock {
+            explicit_id: Some("  kept-id  ".into()),
+            ..block("x")
+        },
+        NewBlock {
+            explicit_id: Some(elsewhere[0].clone()),
+            ..block("y")
+        },
+        block("other"),
+        block("new"),
+    ];
+    let kept = store.kept_block_ids(&vp("a.md"), &next).unwrap();
+    assert_eq!(
+        kept,
+        [Some("kept-id".to_owned()), None, Some(old[1].clone()), None]
+    );
+    let saved = writer.save_page(&page("a.md", "A"), &next).unwrap();
+    for (k, s) in kept.iter().zip(&saved) {
+        if let Some(k) = k {
+            assert_eq!(k, s);
+        } else {
+            assert!(!old.contains(s) && !elsewhere.contains(s), "{s} is new");
+        }
+    }
+}
+
+#[test]
+fn an_open_transaction_commits_or_rolls_back_as_a_whole_and_each_write_in_it_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("blocks.db");
+    let (store, mut writer) = BlockStore::open(&db).unwrap();
+    writer.begin_transaction().unwrap();
+    writer
+        .save_page(&page("gone.md", "Gone"), &[block("g")])
+        .unwrap();
+    writer.rollback_transaction().unwrap();
+    assert_eq!(store.get_page(&vp("gone.md")).unwrap(), None);
+
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "CREATE TRIGGER fail_block BEFORE INSERT ON blocks WHEN NEW.content = 'FAIL'
+             BEGIN SELECT RAISE(ABORT, 'forced failure'); END;",
+        )
+        .unwrap();
+    let writes = store.write_count();
+    writer.begin_transaction().unwrap();
+    writer
+        .save_page(&page("kept.md", "Kept"), &[block("k")])
+        .unwrap();
+    assert!(
+        writer
+            .save_page(&page("half.md", "Half"), &[block("ok"), block("FAIL")])
+            .is_err()
+    );
+    assert_eq!(
+        store.get_page(&vp("kept.md")).unwrap(),
+        None,
+        "not before the commit"
+    );
+    writer.commit_transaction().unwrap();
+    assert_eq!(store.write_count(), writes + 1);
+    assert!(store.get_page(&vp("kept.md")).unwrap().is_some());
+    assert_eq!(store.get_page(&vp("half.md")).unwrap(), None);
+    assert!(store.integrity_check().unwrap());
+}
+
+#[test]
 fn nested_tree_has_parent_left_and_order() {
-    let (_dir, store) = open();
+    let (_dir, store, mut writer) = open();
     // - r0
     //   - c0
     //     - g0
@@ -345,7 +421,7 @@ fn nested_tree_has_parent_left_and_order() {
         block("r1"),
         child(4, "c2"),
     ];
-    let ids = store.save_page(&page("tree.md", "Tree"), &blocks).unwrap();
+    let ids = writer.save_page(&page("tree.md", "Tree"), &blocks).unwrap();
     let stored = store.get_blocks_by_page(&vp("tree.md")).unwrap();
     let got: Vec<(&str, Option<&str>, Option<&str>, u32)> = stored
         .iter()
@@ -375,11 +451,11 @@ fn nested_tree_has_parent_left_and_order() {
 
 #[test]
 fn a_parent_after_its_child_is_refused_and_nothing_changes() {
-    let (_dir, store) = open();
-    store
+    let (_dir, store, mut writer) = open();
+    writer
         .save_page(&page("a.md", "A"), &[block("kept")])
         .unwrap();
-    let err = store
+    let err = writer
         .save_page(&page("a.md", "A"), &[child(1, "bad"), block("x")])
         .unwrap_err();
     assert!(matches!(err, StoreError::InvalidInput(_)), "{err:?}");
@@ -388,12 +464,12 @@ fn a_parent_after_its_child_is_refused_and_nothing_changes() {
 
 #[test]
 fn delete_removes_page_blocks_links_and_tags() {
-    let (_dir, store) = open();
+    let (_dir, store, mut writer) = open();
     let rec = PageRecord {
         tags: vec!["t".into()],
         ..page("gone.md", "Gone")
     };
-    let ids = store
+    let ids = writer
         .save_page(
             &rec,
             &[NewBlock {
@@ -403,13 +479,13 @@ fn delete_removes_page_blocks_links_and_tags() {
             }],
         )
         .unwrap();
-    store
+    writer
         .save_page(&page("stay.md", "Stay"), &[block("s")])
         .unwrap();
 
-    assert!(store.delete_page(&vp("gone.md")).unwrap());
+    assert!(writer.delete_page(&vp("gone.md")).unwrap());
     assert!(
-        !store.delete_page(&vp("gone.md")).unwrap(),
+        !writer.delete_page(&vp("gone.md")).unwrap(),
         "second delete finds nothing"
     );
     assert_eq!(store.get_page(&vp("gone.md")).unwrap(), None);
@@ -419,8 +495,8 @@ fn delete_removes_page_blocks_links_and_tags() {
     assert!(store.blocks_with_tag("bt", 10).unwrap().is_empty());
     assert_eq!(store.block_count().unwrap(), 1);
 
-    store.save_page(&page("x.md", "X"), &[]).unwrap();
-    store
+    writer.save_page(&page("x.md", "X"), &[]).unwrap();
+    writer
         .delete_pages(&["stay.md".into(), "x.md".into(), "never.md".into()])
         .unwrap();
     assert_eq!(store.page_count().unwrap(), 0);
@@ -429,7 +505,7 @@ fn delete_removes_page_blocks_links_and_tags() {
 
 #[test]
 fn list_pages_keyset_paging_returns_every_page_once() {
-    let (_dir, store) = open();
+    let (_dir, store, mut writer) = open();
     let mut batch = Vec::new();
     for i in 0..25 {
         batch.push((
@@ -437,7 +513,7 @@ fn list_pages_keyset_paging_returns_every_page_once() {
             vec![block("b")],
         ));
     }
-    let ids = store.save_pages(&batch).unwrap();
+    let ids = writer.save_pages(&batch).unwrap();
     assert_eq!(ids.len(), 25);
 
     let mut seen = Vec::new();
@@ -477,8 +553,8 @@ fn list_pages_keyset_paging_returns_every_page_once() {
 
 #[test]
 fn links_to_keys_finds_backlinks_with_context() {
-    let (_dir, store) = open();
-    store
+    let (_dir, store, mut writer) = open();
+    writer
         .save_page(
             &PageRecord {
                 aliases: vec!["T".into()],
@@ -487,7 +563,7 @@ fn links_to_keys_finds_backlinks_with_context() {
             &[],
         )
         .unwrap();
-    store
+    writer
         .save_page(
             &page("b.md", "B"),
             &[
@@ -506,7 +582,7 @@ fn links_to_keys_finds_backlinks_with_context() {
             ],
         )
         .unwrap();
-    store
+    writer
         .save_page(
             &page("a.md", "A"),
             &[NewBlock {
@@ -548,8 +624,8 @@ fn links_to_keys_finds_backlinks_with_context() {
 
 #[test]
 fn tags_are_case_insensitive() {
-    let (_dir, store) = open();
-    store
+    let (_dir, store, mut writer) = open();
+    writer
         .save_page(
             &PageRecord {
                 tags: vec!["Rust".into(), "rust".into(), "db".into()],
@@ -564,7 +640,7 @@ fn tags_are_case_insensitive() {
             ],
         )
         .unwrap();
-    store
+    writer
         .save_page(
             &PageRecord {
                 tags: vec!["RUST".into(), "Éte".into()],
@@ -599,7 +675,7 @@ fn tags_are_case_insensitive() {
         ]
     );
     // The most common spelling is shown.
-    store
+    writer
         .save_page(
             &PageRecord {
                 tags: vec!["Rust".into()],
@@ -626,12 +702,12 @@ fn tags_are_case_insensitive() {
 fn a_failing_transaction_leaves_the_previous_page_intact() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("blocks.db");
-    let store = BlockStore::open(&db).unwrap();
+    let (store, mut writer) = BlockStore::open(&db).unwrap();
     let p = PageRecord {
         tags: vec!["old".into()],
         ..page("p.md", "Old title")
     };
-    let ids = store
+    let ids = writer
         .save_page(&p, &[block("first"), block("second")])
         .unwrap();
 
@@ -648,7 +724,7 @@ fn a_failing_transaction_leaves_the_previous_page_intact() {
         hash: "new".into(),
         ..page("p.md", "New title")
     };
-    let err = store
+    let err = writer
         .save_page(&new, &[block("first"), block("FAIL")])
         .unwrap_err();
     assert!(matches!(err, StoreError::Sqlite(_)), "{err:?}");
@@ -660,7 +736,7 @@ fn a_failing_transaction_leaves_the_previous_page_intact() {
     assert_eq!(blocks.iter().map(|b| b.id.clone()).collect::<Vec<_>>(), ids);
 
     // A batch fails as a whole too.
-    let err = store.save_pages(&[
+    let err = writer.save_pages(&[
         (page("q.md", "Q"), vec![block("ok")]),
         (new.clone(), vec![block("FAIL")]),
     ]);
@@ -668,7 +744,7 @@ fn a_failing_transaction_leaves_the_previous_page_intact() {
     assert_eq!(store.get_page(&vp("q.md")).unwrap(), None);
 
     // The store keeps working afterwards.
-    store.save_page(&new, &[block("first")]).unwrap();
+    writer.save_page(&new, &[block("first")]).unwrap();
     assert_eq!(
         store.get_page(&vp("p.md")).unwrap().unwrap().title,
         "New title"
@@ -678,7 +754,7 @@ fn a_failing_transaction_leaves_the_previous_page_intact() {
 
 #[test]
 fn readers_run_while_a_writer_saves() {
-    let (_dir, store) = open();
+    let (_dir, store, mut writer) = open();
     let store = Arc::new(store);
     let done = Arc::new(AtomicBool::new(false));
 
@@ -705,8 +781,7 @@ fn readers_run_while_a_writer_saves() {
         })
         .collect();
 
-    let writer = {
-        let store = Arc::clone(&store);
+    let writing = {
         std::thread::spawn(move || -> Result<(), StoreError> {
             for i in 0..200 {
                 let blocks = vec![
@@ -717,7 +792,7 @@ fn readers_run_while_a_writer_saves() {
                         ..block("[[x]]")
                     },
                 ];
-                store.save_page(
+                writer.save_page(
                     &page(&format!("w/{i:03}.md"), &format!("page {i}")),
                     &blocks,
                 )?;
@@ -725,7 +800,7 @@ fn readers_run_while_a_writer_saves() {
             Ok(())
         })
     };
-    writer.join().unwrap().unwrap();
+    writing.join().unwrap().unwrap();
     done.store(true, Ordering::Release);
     for r in readers {
         assert!(r.join().unwrap().unwrap() > 0);
@@ -748,13 +823,13 @@ fn reopening_keeps_data() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("blocks.db");
     let ids = {
-        let store = BlockStore::open(&db).unwrap();
-        store.set_meta("scan", "done").unwrap();
-        store
+        let (_store, mut writer) = BlockStore::open(&db).unwrap();
+        writer.set_meta("scan", "done").unwrap();
+        writer
             .save_page(&page("keep.md", "Keep"), &[block("a"), child(0, "b")])
             .unwrap()
     };
-    let store = BlockStore::open(&db).unwrap();
+    let (store, mut writer) = BlockStore::open(&db).unwrap();
     assert_eq!(
         store.get_page(&vp("keep.md")).unwrap().unwrap().block_count,
         2
@@ -771,7 +846,7 @@ fn reopening_keeps_data() {
     assert_eq!(store.get_meta("scan").unwrap().as_deref(), Some("done"));
     // Re-saving after a reopen still reuses the ids.
     assert_eq!(
-        store
+        writer
             .save_page(&page("keep.md", "Keep"), &[block("a"), child(0, "b")])
             .unwrap(),
         ids
@@ -824,10 +899,10 @@ fn a_file_that_is_not_a_database_is_reported_corrupt() {
 
 #[test]
 fn meta_and_clear() {
-    let (_dir, store) = open();
+    let (_dir, store, mut writer) = open();
     assert_eq!(store.get_meta("k").unwrap(), None);
-    store.set_meta("k", "1").unwrap();
-    store.set_meta("k", "2").unwrap();
+    writer.set_meta("k", "1").unwrap();
+    writer.set_meta("k", "2").unwrap();
     assert_eq!(store.get_meta("k").unwrap().as_deref(), Some("2"));
 
     let batch: Vec<_> = (0..5)
@@ -847,10 +922,10 @@ fn meta_and_clear() {
             )
         })
         .collect();
-    let ids = store.save_pages(&batch).unwrap();
+    let ids = writer.save_pages(&batch).unwrap();
     assert_eq!(ids.len(), 5);
     assert_eq!(ids.iter().flatten().collect::<HashSet<_>>().len(), 5);
-    store.clear().unwrap();
+    writer.clear().unwrap();
     assert_eq!(store.page_count().unwrap(), 0);
     assert_eq!(store.block_count().unwrap(), 0);
     assert!(store.all_links().unwrap().is_empty());
@@ -868,8 +943,8 @@ fn meta_and_clear() {
 fn reads_do_not_wait_for_an_open_write_transaction() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("blocks.db");
-    let store = BlockStore::open(&db).unwrap();
-    store
+    let (store, mut writer) = BlockStore::open(&db).unwrap();
+    writer
         .save_page(&page("p.md", "Before"), &[block("a")])
         .unwrap();
 
@@ -900,23 +975,23 @@ fn index_lag_is_durable_until_cleared() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("blocks.db");
     {
-        let store = BlockStore::open(&db).unwrap();
-        store.mark_index_lag(&["b.md", "a.md", "a.md"]).unwrap();
+        let (store, mut writer) = BlockStore::open(&db).unwrap();
+        writer.mark_index_lag(&["b.md", "a.md", "a.md"]).unwrap();
         assert_eq!(store.index_lag().unwrap(), vec!["a.md", "b.md"]);
     }
-    let store = BlockStore::open(&db).unwrap();
+    let (store, mut writer) = BlockStore::open(&db).unwrap();
     assert_eq!(
         store.index_lag_count().unwrap(),
         2,
         "survives a reopen (a crash)"
     );
-    store.clear_index_lag(&["a.md", "zzz.md"]).unwrap();
+    writer.clear_index_lag(&["a.md", "zzz.md"]).unwrap();
     assert_eq!(store.index_lag().unwrap(), vec!["b.md"]);
 }
 
 #[test]
 fn for_each_link_streams_every_link_in_document_order() {
-    let (_dir, store) = open();
+    let (_dir, store, mut writer) = open();
     for (path, targets) in [("b.md", ["x", "y|shown"]), ("a.md", ["z", "x"])] {
         let blocks: Vec<NewBlock> = targets
             .iter()
@@ -931,7 +1006,7 @@ fn for_each_link_streams_every_link_in_document_order() {
                 }
             })
             .collect();
-        store.save_page(&page(path, path), &blocks).unwrap();
+        writer.save_page(&page(path, path), &blocks).unwrap();
     }
     let mut seen = Vec::new();
     store

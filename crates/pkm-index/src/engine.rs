@@ -1,8 +1,10 @@
 //! `IndexEngine`: one Tantivy index of blocks under `<vault>/.pkm/search`.
 //!
-//! One document per block. Writes go through a single `IndexWriter` behind a mutex and become
-//! visible only at [`IndexEngine::commit`], which also reloads the reader, so the next search sees
-//! every prior write (read-your-writes). Searches never take the writer's mutex.
+//! One document per block. [`IndexEngine::open`] gives two handles: the [`IndexEngine`] searches,
+//! for everyone; the [`IndexWriter`] holds Tantivy's one writer and is the only way to change the
+//! index (not `Clone`: whoever holds it, the vault's writer thread, writes alone). Writes become
+//! visible only at [`IndexWriter::commit`], which also reloads the searcher, so the next search sees
+//! every prior write (read-your-writes). Searches never wait for the writer.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
@@ -23,8 +25,8 @@ use tantivy::schema::{
 use tantivy::snippet::{Snippet, SnippetGenerator};
 use tantivy::tokenizer::{TextAnalyzer, TokenizerManager};
 use tantivy::{
-    DocAddress, DocSet, Index, IndexReader, IndexWriter, Order, ReloadPolicy, Score, Searcher,
-    SegmentOrdinal, TERMINATED, Term,
+    DocAddress, DocSet, Index, IndexReader, Order, ReloadPolicy, Score, Searcher, SegmentOrdinal,
+    TERMINATED, Term,
 };
 
 use crate::error::IndexError;
@@ -196,10 +198,18 @@ pub fn normalize_tag(tag: &str) -> String {
     tag.trim().trim_start_matches('#').trim().to_lowercase()
 }
 
-/// The search index of one vault. `Send + Sync`: share it behind an `Arc`.
+/// The read handle of one vault's search index: every search, never a change. `Send + Sync`:
+/// share it behind an `Arc`. Its writing half is the [`IndexWriter`] that [`IndexEngine::open`]
+/// hands out with it.
+///
+/// A read handle cannot change the index:
+///
+/// ```compile_fail,E0599
+/// # fn f(index: &pkm_index::IndexEngine) {
+/// index.delete_page("note.md");
+/// # }
+/// ```
 pub struct IndexEngine {
-    /// The only writer of the directory (Tantivy also locks it on disk against other processes).
-    writer: Mutex<IndexWriter>,
     /// Reloaded by `commit` only (`ReloadPolicy::Manual`), which is what makes read-your-writes
     /// deterministic instead of "after the next file-watch tick".
     reader: IndexReader,
@@ -210,6 +220,29 @@ pub struct IndexEngine {
     /// hits with a cold cache was most of a search's time.
     warm: Mutex<Vec<TextAnalyzer>>,
     language: SearchLanguage,
+}
+
+/// The writing half of one vault's search index. Not `Clone`; whoever holds it (the vault's writer
+/// thread) is the only code that can change the index.
+///
+/// ```compile_fail,E0599
+/// # fn f(writer: pkm_index::IndexWriter) {
+/// let second = writer.clone();
+/// # }
+/// ```
+pub struct IndexWriter {
+    /// The only writer of the directory (Tantivy also locks it on disk against other processes).
+    writer: tantivy::IndexWriter,
+    /// The searchers' reader, reloaded at each commit.
+    reader: IndexReader,
+    fields: Fields,
+    analyzer: TextAnalyzer,
+}
+
+impl std::fmt::Debug for IndexWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexWriter").finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for IndexEngine {
@@ -227,7 +260,22 @@ impl IndexEngine {
     /// [`IndexError::SchemaMismatch`]; one that cannot be read gives [`IndexError::Corrupt`]; in
     /// both cases call [`IndexEngine::recreate`] and reindex. Another process holding the index
     /// gives [`IndexError::Tantivy`] (a lock failure), which a recreate would not fix.
-    pub fn open(dir: &Path, language: SearchLanguage) -> Result<IndexEngine, IndexError> {
+    ///
+    /// Gives the read handle, for everyone, and the writing handle, for the one thread that writes:
+    ///
+    /// ```no_run
+    /// # fn f() -> Result<(), pkm_index::IndexError> {
+    /// let dir = std::path::Path::new("search");
+    /// let (index, mut writer) = pkm_index::IndexEngine::open(dir, Default::default())?;
+    /// writer.delete_page("note.md")?;
+    /// writer.commit()?;
+    /// assert_eq!(index.doc_count()?, 0);
+    /// # Ok(()) }
+    /// ```
+    pub fn open(
+        dir: &Path,
+        language: SearchLanguage,
+    ) -> Result<(IndexEngine, IndexWriter), IndexError> {
         fs::create_dir_all(dir)?;
         if !dir.join("meta.json").exists() {
             if has_foreign_entries(dir)? {
@@ -252,7 +300,10 @@ impl IndexEngine {
 
     /// Deletes `dir` with everything in it and creates an empty index of `language` there.
     /// Drop any engine open on `dir` first.
-    pub fn recreate(dir: &Path, language: SearchLanguage) -> Result<IndexEngine, IndexError> {
+    pub fn recreate(
+        dir: &Path,
+        language: SearchLanguage,
+    ) -> Result<(IndexEngine, IndexWriter), IndexError> {
         match fs::remove_dir_all(dir) {
             Ok(()) => {}
             Err(err) if err.kind() == IoErrorKind::NotFound => {}
@@ -262,7 +313,10 @@ impl IndexEngine {
         Self::create_in(dir, language)
     }
 
-    fn create_in(dir: &Path, language: SearchLanguage) -> Result<IndexEngine, IndexError> {
+    fn create_in(
+        dir: &Path,
+        language: SearchLanguage,
+    ) -> Result<(IndexEngine, IndexWriter), IndexError> {
         let index = Index::builder()
             .schema(build_schema())
             .tokenizers(tokenizers(language))
@@ -276,7 +330,10 @@ impl IndexEngine {
         Self::from_index(index, language)
     }
 
-    fn from_index(mut index: Index, language: SearchLanguage) -> Result<IndexEngine, IndexError> {
+    fn from_index(
+        mut index: Index,
+        language: SearchLanguage,
+    ) -> Result<(IndexEngine, IndexWriter), IndexError> {
         index.set_tokenizers(tokenizers(language));
         let fields = Fields::resolve(&index.schema())?;
         let options = IndexWriterOptions::builder()
@@ -293,19 +350,27 @@ impl IndexEngine {
             .try_into()
             .map_err(unreadable)?;
         let analyzer = index.tokenizer_for_field(fields.search.body)?;
-        Ok(IndexEngine {
-            writer: Mutex::new(writer),
+        let engine = IndexEngine {
+            reader: reader.clone(),
+            fields,
+            analyzer: analyzer.clone(),
+            warm: Mutex::new(Vec::new()),
+            language,
+        };
+        let writer = IndexWriter {
+            writer,
             reader,
             fields,
             analyzer,
-            warm: Mutex::new(Vec::new()),
-            language,
-        })
+        };
+        Ok((engine, writer))
     }
+}
 
+impl IndexWriter {
     /// Replaces every doc of `page_path` with `note`'s. Not visible until
-    /// [`IndexEngine::commit`].
-    pub fn replace_page(&self, page_path: &str, note: &NoteDoc) -> Result<(), IndexError> {
+    /// [`IndexWriter::commit`].
+    pub fn replace_page(&mut self, page_path: &str, note: &NoteDoc) -> Result<(), IndexError> {
         let mut ops = Vec::with_capacity(note.blocks.len() + 2);
         ops.push(UserOperation::Delete(Term::from_field_text(
             self.fields.search.page_path,
@@ -313,19 +378,19 @@ impl IndexEngine {
         )));
         ops.extend(self.documents(page_path, note).map(UserOperation::Add));
         // `run` applies the delete and the adds as one group: no commit can fall between them.
-        self.writer.lock().run(ops)?;
+        self.writer.run(ops)?;
         Ok(())
     }
 
-    /// Adds the docs of a page the index does not hold (a rebuild after [`IndexEngine::clear`],
-    /// or a page never indexed): [`IndexEngine::replace_page`] without the delete, which every
+    /// Adds the docs of a page the index does not hold (a rebuild after [`IndexWriter::clear`],
+    /// or a page never indexed): [`IndexWriter::replace_page`] without the delete, which every
     /// commit would otherwise apply to every segment.
-    pub fn add_page(&self, page_path: &str, note: &NoteDoc) -> Result<(), IndexError> {
+    pub fn add_page(&mut self, page_path: &str, note: &NoteDoc) -> Result<(), IndexError> {
         let ops: Vec<_> = self
             .documents(page_path, note)
             .map(UserOperation::Add)
             .collect();
-        self.writer.lock().run(ops)?;
+        self.writer.run(ops)?;
         Ok(())
     }
 
@@ -407,38 +472,39 @@ impl IndexEngine {
         doc
     }
 
-    /// Removes every doc of `page_path`. Not visible until [`IndexEngine::commit`].
-    pub fn delete_page(&self, page_path: &str) -> Result<(), IndexError> {
-        self.writer.lock().delete_term(Term::from_field_text(
+    /// Removes every doc of `page_path`. Not visible until [`IndexWriter::commit`].
+    pub fn delete_page(&mut self, page_path: &str) -> Result<(), IndexError> {
+        self.writer.delete_term(Term::from_field_text(
             self.fields.search.page_path,
             page_path,
         ));
         Ok(())
     }
 
-    /// Removes every doc. Not visible until [`IndexEngine::commit`].
-    pub fn clear(&self) -> Result<(), IndexError> {
-        self.writer.lock().delete_all_documents()?;
+    /// Removes every doc. Not visible until [`IndexWriter::commit`].
+    pub fn clear(&mut self) -> Result<(), IndexError> {
+        self.writer.delete_all_documents()?;
         Ok(())
     }
 
     /// Drops every write since the last commit (a scan that failed half-way: its clear and its
     /// adds must not reach the next commit).
-    pub fn rollback(&self) -> Result<(), IndexError> {
-        self.writer.lock().rollback()?;
+    pub fn rollback(&mut self) -> Result<(), IndexError> {
+        self.writer.rollback()?;
         Ok(())
     }
 
     /// Makes every prior write durable and visible to the next search.
-    pub fn commit(&self) -> Result<(), IndexError> {
-        let mut writer = self.writer.lock();
-        writer.commit()?;
-        // Reloading under the writer lock keeps commit + reload atomic with respect to another
-        // commit, so the reader never goes back to an older generation.
+    pub fn commit(&mut self) -> Result<(), IndexError> {
+        self.writer.commit()?;
+        // The one writer reloads: commit + reload cannot interleave with another commit, so the
+        // searchers never go back to an older generation.
         self.reader.reload()?;
         Ok(())
     }
+}
 
+impl IndexEngine {
     /// Full-text search: notes ranked, each shown by its best block.
     ///
     /// `query` is analyzed with the index's own analyzer and never parsed as query syntax:

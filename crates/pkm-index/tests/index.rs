@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use pkm_core::ErrorKind;
 use pkm_index::{
-    BlockDoc, IndexEngine, IndexError, IndexingGuard, MAX_SCORE_MATCHES, NoteDoc, SearchLanguage,
-    SearchPage, autocomplete,
+    BlockDoc, IndexEngine, IndexError, IndexWriter, IndexingGuard, MAX_SCORE_MATCHES, NoteDoc,
+    SearchLanguage, SearchPage, autocomplete,
 };
 use tempfile::TempDir;
 
@@ -26,13 +26,52 @@ fn block(id: &str, _page: &str, content: &str) -> BlockDoc {
     }
 }
 
-/// Indexing a note of `blocks` titled after its file name.
-trait ReplaceNote {
-    fn replace_note(&self, path: &str, blocks: &[BlockDoc]) -> Result<(), IndexError>;
+/// Both handles of one index: reads through `Deref`, writes through the writer.
+struct Engine {
+    index: IndexEngine,
+    writer: IndexWriter,
 }
 
-impl ReplaceNote for IndexEngine {
-    fn replace_note(&self, path: &str, blocks: &[BlockDoc]) -> Result<(), IndexError> {
+impl std::ops::Deref for Engine {
+    type Target = IndexEngine;
+    fn deref(&self) -> &IndexEngine {
+        &self.index
+    }
+}
+
+impl Engine {
+    fn open(path: &Path) -> Engine {
+        let (index, writer) = IndexEngine::open(path, SearchLanguage::ENGLISH).unwrap();
+        Engine { index, writer }
+    }
+
+    fn recreate(path: &Path) -> Engine {
+        let (index, writer) = IndexEngine::recreate(path, SearchLanguage::ENGLISH).unwrap();
+        Engine { index, writer }
+    }
+
+    fn replace_page(&mut self, path: &str, note: &NoteDoc) -> Result<(), IndexError> {
+        self.writer.replace_page(path, note)
+    }
+
+    fn add_page(&mut self, path: &str, note: &NoteDoc) -> Result<(), IndexError> {
+        self.writer.add_page(path, note)
+    }
+
+    fn delete_page(&mut self, path: &str) -> Result<(), IndexError> {
+        self.writer.delete_page(path)
+    }
+
+    fn clear(&mut self) -> Result<(), IndexError> {
+        self.writer.clear()
+    }
+
+    fn commit(&mut self) -> Result<(), IndexError> {
+        self.writer.commit()
+    }
+
+    /// Indexing a note of `blocks` titled after its file name.
+    fn replace_note(&mut self, path: &str, blocks: &[BlockDoc]) -> Result<(), IndexError> {
         let title = Path::new(path).file_stem().unwrap().to_str().unwrap();
         self.replace_page(
             path,
@@ -52,15 +91,15 @@ fn tagged(id: &str, page: &str, content: &str, tags: &[&str]) -> BlockDoc {
     }
 }
 
-fn engine() -> (TempDir, IndexEngine) {
+fn engine() -> (TempDir, Engine) {
     let dir = TempDir::new().unwrap();
-    let engine = IndexEngine::open(&dir.path().join("search"), SearchLanguage::ENGLISH).unwrap();
+    let engine = Engine::open(&dir.path().join("search"));
     (dir, engine)
 }
 
 /// An engine holding `pages` (path, blocks), committed.
-fn engine_with(pages: &[(&str, Vec<BlockDoc>)]) -> (TempDir, IndexEngine) {
-    let (dir, engine) = engine();
+fn engine_with(pages: &[(&str, Vec<BlockDoc>)]) -> (TempDir, Engine) {
+    let (dir, mut engine) = engine();
     for (path, docs) in pages {
         engine.replace_note(path, docs).unwrap();
     }
@@ -69,8 +108,8 @@ fn engine_with(pages: &[(&str, Vec<BlockDoc>)]) -> (TempDir, IndexEngine) {
 }
 
 /// An engine holding one note per block, `<id>.md`, committed.
-fn engine_of_blocks(blocks: &[(&str, &str)]) -> (TempDir, IndexEngine) {
-    let (dir, engine) = engine();
+fn engine_of_blocks(blocks: &[(&str, &str)]) -> (TempDir, Engine) {
+    let (dir, mut engine) = engine();
     for (id, content) in blocks {
         let path = format!("{id}.md");
         engine
@@ -101,12 +140,14 @@ fn search_ids(engine: &IndexEngine, query: &str) -> Vec<String> {
 fn engine_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<IndexEngine>();
+    fn assert_send<T: Send>() {}
+    assert_send::<IndexWriter>();
     assert_send_sync::<IndexingGuard>();
 }
 
 #[test]
 fn a_committed_block_is_found_with_a_highlighted_snippet() {
-    let (_dir, engine) = engine();
+    let (_dir, mut engine) = engine();
     engine
         .replace_note(
             "notes/animals.md",
@@ -248,7 +289,7 @@ fn inflections_match_and_names_rank_first() {
 
 #[test]
 fn aliases_and_the_file_name_are_names() {
-    let (_dir, engine) = engine();
+    let (_dir, mut engine) = engine();
     engine
         .replace_page(
             "people/ghopper.md",
@@ -435,7 +476,7 @@ fn paging_returns_every_match_once_in_a_stable_order() {
 
 #[test]
 fn ties_are_ordered_by_page_path_across_segments() {
-    let (_dir, engine) = engine();
+    let (_dir, mut engine) = engine();
     // One commit per page: each lands in its own segment, in an order unrelated to the paths.
     for (page, ids) in [
         ("z.md", ["d", "b"]),
@@ -462,7 +503,7 @@ fn ties_are_ordered_by_page_path_across_segments() {
 
 #[test]
 fn each_hit_points_at_its_best_block_or_the_first_that_says_something() {
-    let (_dir, engine) = engine();
+    let (_dir, mut engine) = engine();
     // Two commits: the hits of one search come from two segments.
     engine
         .replace_note(
@@ -515,7 +556,7 @@ fn each_hit_points_at_its_best_block_or_the_first_that_says_something() {
 
 #[test]
 fn paging_stops_at_the_score_match_cap() {
-    let (_dir, engine) = engine();
+    let (_dir, mut engine) = engine();
     for i in 0..MAX_SCORE_MATCHES + 10 {
         let path = format!("b{i:05}.md");
         engine
@@ -552,7 +593,7 @@ fn paging_stops_at_the_score_match_cap() {
 
 #[test]
 fn replace_page_drops_the_old_blocks() {
-    let (_dir, engine) = engine_with(&[(
+    let (_dir, mut engine) = engine_with(&[(
         "a.md",
         vec![
             block("old1", "a.md", "alpha"),
@@ -574,7 +615,7 @@ fn replace_page_drops_the_old_blocks() {
 
 #[test]
 fn delete_page_and_clear_remove_blocks_and_counts_follow() {
-    let (_dir, engine) = engine_with(&[
+    let (_dir, mut engine) = engine_with(&[
         (
             "a.md",
             vec![block("a1", "a.md", "shared"), block("a2", "a.md", "shared")],
@@ -741,7 +782,7 @@ fn a_reopened_index_keeps_its_data() {
     let dir = TempDir::new().unwrap();
     let path = dir.path().join("search");
     {
-        let engine = IndexEngine::open(&path, SearchLanguage::ENGLISH).unwrap();
+        let mut engine = Engine::open(&path);
         engine
             .replace_note(
                 "a.md",
@@ -750,7 +791,7 @@ fn a_reopened_index_keeps_its_data() {
             .unwrap();
         engine.commit().unwrap();
     }
-    let engine = IndexEngine::open(&path, SearchLanguage::ENGLISH).unwrap();
+    let mut engine = Engine::open(&path);
     assert_eq!(engine.doc_count().unwrap(), 1);
     assert_eq!(search_ids(&engine, "persistent"), ["b1"]);
     assert_eq!(ids(&engine.search_by_tag("kept", 10, 0).unwrap()), ["b1"]);
@@ -765,7 +806,7 @@ fn a_reopened_index_keeps_its_data() {
 fn populated_dir() -> (TempDir, std::path::PathBuf) {
     let dir = TempDir::new().unwrap();
     let path = dir.path().join("search");
-    let engine = IndexEngine::open(&path, SearchLanguage::ENGLISH).unwrap();
+    let mut engine = Engine::open(&path);
     engine
         .replace_note("a.md", &[block("b1", "a.md", "words")])
         .unwrap();
@@ -774,20 +815,14 @@ fn populated_dir() -> (TempDir, std::path::PathBuf) {
 }
 
 fn assert_recreate_fixes(path: &Path) {
-    let engine = IndexEngine::recreate(path, SearchLanguage::ENGLISH).unwrap();
+    let mut engine = Engine::recreate(path);
     assert_eq!(engine.doc_count().unwrap(), 0);
     engine
         .replace_note("a.md", &[block("b1", "a.md", "fresh")])
         .unwrap();
     engine.commit().unwrap();
     drop(engine);
-    assert_eq!(
-        search_ids(
-            &IndexEngine::open(path, SearchLanguage::ENGLISH).unwrap(),
-            "fresh"
-        ),
-        ["b1"]
-    );
+    assert_eq!(search_ids(&Engine::open(path), "fresh"), ["b1"]);
 }
 
 #[test]
@@ -837,7 +872,7 @@ fn another_schema_version_is_a_mismatch() {
 #[test]
 fn an_index_held_by_another_engine_is_locked_not_corrupt() {
     let (_dir, path) = populated_dir();
-    let first = IndexEngine::open(&path, SearchLanguage::ENGLISH).unwrap();
+    let first = Engine::open(&path);
     let err = IndexEngine::open(&path, SearchLanguage::ENGLISH).unwrap_err();
     assert!(matches!(err, IndexError::Tantivy(_)), "{err:?}");
     assert!(!err.needs_rebuild());
@@ -988,8 +1023,7 @@ fn autocomplete_keeps_the_best_among_many() {
 
 #[test]
 fn searches_run_while_pages_are_replaced() {
-    let (_dir, engine) = engine();
-    let engine = Arc::new(engine);
+    let (_dir, mut engine) = engine();
     for p in 0..10 {
         let path = format!("p{p}.md");
         engine
@@ -1000,11 +1034,13 @@ fn searches_run_while_pages_are_replaced() {
             .unwrap();
     }
     engine.commit().unwrap();
+    let Engine { index, mut writer } = engine;
+    let index = Arc::new(index);
 
     let done = Arc::new(AtomicBool::new(false));
     let readers: Vec<_> = (0..4)
         .map(|_| {
-            let (engine, done) = (Arc::clone(&engine), Arc::clone(&done));
+            let (engine, done) = (Arc::clone(&index), Arc::clone(&done));
             thread::spawn(move || {
                 let mut rounds = 0;
                 while !done.load(Ordering::SeqCst) || rounds < 20 {
@@ -1027,13 +1063,22 @@ fn searches_run_while_pages_are_replaced() {
             &format!("stable content v{round}"),
             &["t"],
         );
-        engine.replace_note(&path, &[doc]).unwrap();
-        engine.commit().unwrap();
+        writer
+            .replace_page(
+                &path,
+                &NoteDoc {
+                    title: path.trim_end_matches(".md").to_owned(),
+                    aliases: Vec::new(),
+                    blocks: vec![doc],
+                },
+            )
+            .unwrap();
+        writer.commit().unwrap();
     }
     done.store(true, Ordering::SeqCst);
     for reader in readers {
         reader.join().unwrap();
     }
-    assert_eq!(engine.doc_count().unwrap(), 10);
-    assert_eq!(search_ids(&engine, "v10"), ["p0.md#10"]);
+    assert_eq!(index.doc_count().unwrap(), 10);
+    assert_eq!(search_ids(&index, "v10"), ["p0.md#10"]);
 }

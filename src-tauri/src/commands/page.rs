@@ -8,7 +8,7 @@ use crate::app::App;
 use crate::convert::{Prepared, prepare};
 use crate::dto::{self, Empty, LinkDto, NoteDocument, PageList, PageSummary, TagOperationResult};
 use crate::notefile::ReadFailure;
-use crate::write::{Change, Outcome};
+use crate::write::{Edit, Outcome, escapes, not_regular};
 
 fn document(path: &VaultPath, text: String, p: &Prepared, ids: &[Option<String>]) -> NoteDocument {
     NoteDocument {
@@ -30,23 +30,6 @@ fn document(path: &VaultPath, text: String, p: &Prepared, ids: &[Option<String>]
         modified_at: p.record.modified_at.clone(),
         content: text,
     }
-}
-
-/// The error for a note path naming a FIFO, socket, device or folder: only regular files are notes.
-pub(crate) fn not_regular(path: &VaultPath) -> KbError {
-    KbError::invalid(format!("Not a regular file: {path}"))
-        .with_note(path.as_str())
-        .with_hint("Only regular files are notes; FIFOs, sockets and devices are never read.")
-}
-
-/// The error for a note path that leads outside the vault (or into `.pkm/`) through a symbolic
-/// link, found when the file is opened (a symlink swapped in after the path was checked).
-pub(crate) fn escapes(path: &VaultPath) -> KbError {
-    KbError::invalid(format!(
-        "Path leads outside the vault through a symbolic link: {path}"
-    ))
-    .with_note(path.as_str())
-    .with_hint("Only files inside the vault are notes; a symbolic link may lead to another place in the vault, not out of it.")
 }
 
 fn read_text(app: &App, path: &VaultPath) -> KbResult<(String, std::fs::Metadata)> {
@@ -87,30 +70,19 @@ pub fn open_page(app: &App, path: &VaultPath) -> KbResult<NoteDocument> {
     let fresh = row.as_ref().is_some_and(|r| r.hash == prepared.record.hash);
     let synced = fresh || {
         let owned = path.clone();
-        app.on_writer_within(STALE_READ_WAIT, move |app| {
-            crate::scan::sync_paths(app, std::slice::from_ref(&owned))
+        app.on_writer_within(STALE_READ_WAIT, move |app, writer| {
+            crate::scan::sync_paths(app, writer, std::slice::from_ref(&owned))
         })
         .is_some_and(|r| r.is_ok())
     };
-    let stored = app.store.get_blocks_by_page(path).map_err(KbError::from)?;
     let ids: Vec<Option<String>> = if synced {
+        let stored = app.store.get_blocks_by_page(path).map_err(KbError::from)?;
         stored.into_iter().map(|b| Some(b.id)).collect()
     } else {
-        let mut unused: Vec<Option<pkm_block::StoredBlock>> =
-            stored.into_iter().map(Some).collect();
-        prepared
-            .blocks
-            .iter()
-            .map(|b| {
-                b.explicit_id.clone().or_else(|| {
-                    unused
-                        .iter_mut()
-                        .find(|s| s.as_ref().is_some_and(|s| s.content == b.content))
-                        .and_then(Option::take)
-                        .map(|s| s.id)
-                })
-            })
-            .collect()
+        // The ids the sync will give: the store's one rule for keeping block ids.
+        app.store
+            .kept_block_ids(path, &prepared.blocks)
+            .map_err(KbError::from)?
     };
     Ok(document(path, text, &prepared, &ids))
 }
@@ -177,7 +149,7 @@ pub fn save_page(
 ) -> KbResult<NoteDocument> {
     let text = content.to_owned();
     let (outcome, ()) = app.mutate(path, expected_modified, move |_| {
-        Ok((Change::Write(text), ()))
+        Ok((Edit::Write(text), ()))
     })?;
     match outcome {
         Outcome::Written(p, ids) => {
@@ -194,7 +166,7 @@ pub fn delete_page(
     path: &VaultPath,
     expected_modified: Option<&str>,
 ) -> KbResult<Empty> {
-    app.mutate(path, expected_modified, |_| Ok((Change::Delete, ())))?;
+    app.mutate(path, expected_modified, |_| Ok((Edit::Delete, ())))?;
     Ok(Empty {})
 }
 
@@ -233,8 +205,8 @@ pub fn add_tag(app: &App, path: &VaultPath, tag: &str) -> KbResult<TagOperationR
     let (_, applied) = app.mutate(path, None, move |current| {
         let text = existing_text(current, &p)?;
         match pkm_markdown::tags::add_tag(text, &t).map_err(|e| edit_error(e, &p))? {
-            Some(new) => Ok((Change::Write(new), 1)),
-            None => Ok((Change::Keep, 0)),
+            Some(new) => Ok((Edit::Write(new), 1)),
+            None => Ok((Edit::Keep, 0)),
         }
     })?;
     Ok(TagOperationResult {
@@ -256,9 +228,9 @@ pub fn remove_tag(app: &App, path: &VaultPath, tag: &str) -> KbResult<TagOperati
             pkm_markdown::tags::remove_tag(text, &t).map_err(|e| edit_error(e, &p))?;
         Ok((
             if applied == 0 {
-                Change::Keep
+                Edit::Keep
             } else {
-                Change::Write(new)
+                Edit::Write(new)
             },
             applied,
         ))

@@ -145,26 +145,41 @@ fn a_failure_at_any_step_of_a_save_leaves_before_or_after() {
 
 #[test]
 fn a_failure_at_any_step_of_a_delete_leaves_before_or_after() {
-    for k in 0.. {
-        let dir = tempfile::tempdir().unwrap();
-        let app = open(dir.path(), AppConfig::default());
-        let p = VaultPath::parse(app.vault(), "d.md").unwrap();
-        page::save_page(&app, &p, "- doomed heron", None).unwrap();
-        let seen = fail_at(&app, k);
-        let result = page::delete_page(&app, &p, None);
-        app.set_fault_injector(None);
-        let exists = dir.path().join("d.md").exists();
-        assert_eq!(exists, result.is_err(), "k={k}: {result:?}");
-        if exists {
-            assert_eq!(
-                std::fs::read_to_string(dir.path().join("d.md")).unwrap(),
-                "- doomed heron"
+    // In a folder of its own too: the delete removes the folders it empties, and their removal
+    // is made durable before the store lets go of the note.
+    for note in ["d.md", "deep/er/d.md"] {
+        for k in 0.. {
+            let dir = tempfile::tempdir().unwrap();
+            let app = open(dir.path(), AppConfig::default());
+            let p = VaultPath::parse(app.vault(), note).unwrap();
+            page::save_page(&app, &p, "- doomed heron", None).unwrap();
+            let seen = fail_at(&app, k);
+            let result = page::delete_page(&app, &p, None);
+            app.set_fault_injector(None);
+            let exists = dir.path().join(note).exists();
+            assert_eq!(exists, result.is_err(), "{note} k={k}: {result:?}");
+            if exists {
+                assert_eq!(
+                    std::fs::read_to_string(dir.path().join(note)).unwrap(),
+                    "- doomed heron"
+                );
+                assert!(page::open_page(&app, &p).is_ok());
+                assert_eq!(
+                    search::search_blocks(&app, "heron", 5, 0).unwrap().total,
+                    1,
+                    "{note} k={k}"
+                );
+            } else {
+                assert!(!dir.path().join("deep").exists(), "{note} k={k}");
+            }
+            assert!(
+                search::index_status(&app).unwrap().index_fresh,
+                "{note} k={k}"
             );
-            assert!(page::open_page(&app, &p).is_ok());
-        }
-        assert!(integrity_ok(dir.path()), "k={k}");
-        if seen.load(Ordering::SeqCst) <= k {
-            break;
+            assert!(integrity_ok(dir.path()), "{note} k={k}");
+            if seen.load(Ordering::SeqCst) <= k {
+                break;
+            }
         }
     }
 }

@@ -207,6 +207,40 @@ fn index_fresh_is_false_while_a_change_is_pending_and_true_once_applied() {
 }
 
 #[test]
+fn kb_reindex_right_after_external_writes_answers_fresh_and_so_does_kb_index_status() {
+    let _serial = serial();
+    let dir = vault_with_target();
+    let v = dir.path();
+    let mut s = Server::start(v);
+    within(VISIBLE_WITHIN, "fresh after the first scan", || {
+        fresh(&mut s)
+    });
+    // Files written just before the call: the reindex applies them while the watcher's events
+    // for them still wait to be applied. Those are not pending any more: disk and index agree.
+    for round in 0..50 {
+        for n in 0..3 {
+            std::fs::write(
+                v.join(format!("round{round}-{n}.md")),
+                format!("- quokka{round} number {n}\n"),
+            )
+            .unwrap();
+        }
+        let reindexed = s.ok("kb_reindex", json!({"mode": "incremental"}));
+        assert_eq!(
+            reindexed["index_fresh"],
+            json!(true),
+            "round {round}: kb_reindex answered {reindexed}"
+        );
+        assert!(fresh(&mut s), "round {round}: kb_index_status right after");
+        assert_eq!(
+            s.ok("kb_search", json!({"query": format!("quokka{round}")}))["total"],
+            json!(3),
+            "round {round}"
+        );
+    }
+}
+
+#[test]
 fn with_watch_off_external_edits_wait_for_kb_reindex() {
     let _serial = serial();
     let dir = vault_with_target();

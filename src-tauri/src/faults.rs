@@ -1,0 +1,19 @@
+//! The write path's fault-injection seam: the steps of a save or a delete at which a test may make
+//! it fail (`App::set_fault_injector`, with the `test-support` feature only).
+
+use std::sync::Arc;
+
+/// The steps of a save at which a failure can be injected (see `App::set_fault_injector`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    TempCreate,
+    TempWrite,
+    TempSync,
+    Rename,
+    DirSync,
+    StoreTransaction,
+    IndexCommit,
+    Remove,
+}
+
+pub type FaultInjector = Arc<dyn Fn(Step) -> std::io::Result<()> + Send + Sync>;
