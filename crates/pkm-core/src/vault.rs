@@ -81,7 +81,11 @@ impl Vault {
         self.pkm_dir().join("write.lock")
     }
     /// Where a note lives on disk.
+    /// Where a note lives on disk. Pushed one segment at a time: on Windows the canonical root is
+    /// a `\\?\` path, in which `/` separates nothing.
     pub fn abs(&self, note: &VaultPath) -> PathBuf {
-        self.root.join(note.as_str())
+        let mut p = self.root.clone();
+        p.extend(note.as_str().split('/'));
+        p
     }
 }

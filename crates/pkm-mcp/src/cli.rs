@@ -10,11 +10,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use pkm_core::Vault;
 use stratum_app::{AppConfig, WatchMode};
 
-use crate::lead::{Host, HostOptions, Request};
+use crate::host::{Host, HostOptions};
 
 use crate::scope::{self, Scope};
 use crate::server::StratumServer;
 use crate::tokens::TokenStore;
+use crate::wire::Request;
 
 /// MCP server for a markdown vault: read, write, index, search, link and tag notes.
 #[derive(Debug, Parser)]
