@@ -10,30 +10,7 @@
 //!
 //! What crosses the channel is the same everywhere (`wire.rs`): lines of JSON on a byte stream.
 
-use std::fmt;
-use std::io;
-#[cfg(unix)]
-use std::path::{Path, PathBuf};
-
 use pkm_core::Vault;
-
-/// Where the leader of a vault listens.
-#[derive(Debug, Clone)]
-pub(crate) struct Address(
-    #[cfg(unix)] PathBuf,
-    /// The pipe's name without `\\.\pipe\`.
-    #[cfg(windows)]
-    String,
-);
-
-impl fmt::Display for Address {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        #[cfg(unix)]
-        return write!(f, "{}", self.0.display());
-        #[cfg(windows)]
-        return write!(f, r"\\.\pipe\{}", self.0);
-    }
-}
 
 /// A short name for `vault` (and, where the channel's namespace is shared by all users, the user):
 /// the first 12 bytes of a SHA-256, in hex.
@@ -49,25 +26,20 @@ fn digest_name(vault: &Vault, extra: &str) -> String {
         .collect()
 }
 
-pub(crate) use imp::{Conn, Listener, connect};
-
-impl Address {
-    /// Where the leader of `vault` listens.
-    pub(crate) fn of(vault: &Vault) -> Address {
-        imp::address(vault)
-    }
-}
+pub(crate) use imp::{Address, Conn, Listener, connect};
 
 #[cfg(unix)]
 mod imp {
+    use std::fmt;
     use std::io;
     use std::os::unix::fs::PermissionsExt;
     use std::os::unix::net::{UnixListener, UnixStream};
+    use std::path::{Path, PathBuf};
 
     use interprocess::local_socket::traits::StreamCommon;
     use pkm_core::Vault;
 
-    use super::{Address, Path, PathBuf, digest_name};
+    use super::digest_name;
 
     /// `sockaddr_un` holds 104 (macOS) or 108 (Linux) bytes; longer socket paths go to the
     /// runtime folder instead.
@@ -75,14 +47,26 @@ mod imp {
 
     pub(crate) type Conn = UnixStream;
 
-    /// `.pkm/leader.sock`, or, when that path is too long for a Unix socket, a file named after
-    /// the vault in the user's runtime folder.
-    pub(super) fn address(vault: &Vault) -> Address {
-        let inside = vault.pkm_dir().join("leader.sock");
-        if inside.as_os_str().len() <= MAX_SOCKET_PATH {
-            return Address(inside);
+    /// Where the leader of a vault listens: the socket's path.
+    #[derive(Debug, Clone)]
+    pub(crate) struct Address(PathBuf);
+
+    impl Address {
+        /// `.pkm/leader.sock`, or, when that path is too long for a Unix socket, a file named
+        /// after the vault in the user's runtime folder.
+        pub(crate) fn of(vault: &Vault) -> Address {
+            let inside = vault.pkm_dir().join("leader.sock");
+            if inside.as_os_str().len() <= MAX_SOCKET_PATH {
+                return Address(inside);
+            }
+            Address(runtime_dir().join(format!("{}.sock", digest_name(vault, ""))))
         }
-        Address(runtime_dir().join(format!("{}.sock", digest_name(vault, ""))))
+    }
+
+    impl fmt::Display for Address {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "{}", self.0.display())
+        }
     }
 
     fn runtime_dir() -> PathBuf {
@@ -163,6 +147,7 @@ mod imp {
 
 #[cfg(windows)]
 mod imp {
+    use std::fmt;
     use std::io;
 
     use interprocess::TryClone;
@@ -172,7 +157,7 @@ mod imp {
     use interprocess::os::windows::security_descriptor::SecurityDescriptor;
     use pkm_core::Vault;
 
-    use super::{Address, digest_name};
+    use super::digest_name;
 
     /// The pipe's security descriptor: a protected DACL (no inherited entries) granting all
     /// access to the pipe's owner (`OW`, the user whose process created it) and to the system
@@ -212,11 +197,23 @@ mod imp {
         }
     }
 
-    /// The pipe namespace is shared by every user of the machine: the name holds the user's
-    /// name too, so two users serving the same folder never meet.
-    pub(super) fn address(vault: &Vault) -> Address {
-        let user = std::env::var("USERNAME").unwrap_or_default();
-        Address(format!("stratum-mcp-{}", digest_name(vault, &user)))
+    /// Where the leader of a vault listens: the pipe's name without `\\.\pipe\`.
+    #[derive(Debug, Clone)]
+    pub(crate) struct Address(String);
+
+    impl Address {
+        /// The pipe namespace is shared by every user of the machine: the name holds the user's
+        /// name too, so two users serving the same folder never meet.
+        pub(crate) fn of(vault: &Vault) -> Address {
+            let user = std::env::var("USERNAME").unwrap_or_default();
+            Address(format!("stratum-mcp-{}", digest_name(vault, &user)))
+        }
+    }
+
+    impl fmt::Display for Address {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, r"\\.\pipe\{}", self.0)
+        }
     }
 
     pub(crate) struct Listener(interprocess::local_socket::Listener);
