@@ -52,8 +52,12 @@ pub(crate) enum Kind {
     File,
     Dir,
     Symlink,
+    // Windows has none of these (std does not tell them apart there): `Other`.
+    #[cfg_attr(not(unix), allow(dead_code))]
     Fifo,
+    #[cfg_attr(not(unix), allow(dead_code))]
     Socket,
+    #[cfg_attr(not(unix), allow(dead_code))]
     Device,
     Other,
 }
@@ -86,11 +90,6 @@ pub(crate) struct Listed {
     pub facts: Facts,
 }
 
-/// The lexical components of a vault-relative path.
-fn components(rel: &str) -> Vec<Vec<u8>> {
-    rel.split('/').map(|c| c.as_bytes().to_vec()).collect()
-}
-
 #[cfg(unix)]
 pub(crate) use unix::Root;
 
@@ -110,7 +109,12 @@ mod unix {
     use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
     use rustix::io::Errno;
 
-    use super::{Facts, Kind, Listed, ReadFailure, components, escape};
+    use super::{Facts, Kind, Listed, ReadFailure, escape};
+
+    /// The lexical components of a vault-relative path.
+    fn components(rel: &str) -> Vec<Vec<u8>> {
+        rel.split('/').map(|c| c.as_bytes().to_vec()).collect()
+    }
 
     /// Symlinks followed in one resolution at most (Linux's own limit), then ELOOP.
     const MAX_LINKS: u32 = 40;
