@@ -81,6 +81,9 @@ async def call(client: Client, name: str, arguments: dict[str, Any]) -> dict[str
                 await anyio.sleep(0.5)
                 continue
             raise
+        if result.is_error and "VaultLocked" in str(result.content) and time.monotonic() < deadline:
+            await anyio.sleep(0.5)
+            continue
         assert not result.is_error, result
         assert isinstance(result.structured_content, dict), result
         return result.structured_content
