@@ -52,8 +52,12 @@ pub(crate) enum Kind {
     File,
     Dir,
     Symlink,
+    // Windows has none of these (std does not tell them apart there): `Other`.
+    #[cfg_attr(not(unix), allow(dead_code))]
     Fifo,
+    #[cfg_attr(not(unix), allow(dead_code))]
     Socket,
+    #[cfg_attr(not(unix), allow(dead_code))]
     Device,
     Other,
 }
@@ -86,11 +90,6 @@ pub(crate) struct Listed {
     pub facts: Facts,
 }
 
-/// The lexical components of a vault-relative path.
-fn components(rel: &str) -> Vec<Vec<u8>> {
-    rel.split('/').map(|c| c.as_bytes().to_vec()).collect()
-}
-
 #[cfg(unix)]
 pub(crate) use unix::Root;
 
@@ -110,7 +109,12 @@ mod unix {
     use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
     use rustix::io::Errno;
 
-    use super::{Facts, Kind, Listed, ReadFailure, components, escape};
+    use super::{Facts, Kind, Listed, ReadFailure, escape};
+
+    /// The lexical components of a vault-relative path.
+    fn components(rel: &str) -> Vec<Vec<u8>> {
+        rel.split('/').map(|c| c.as_bytes().to_vec()).collect()
+    }
 
     /// Symlinks followed in one resolution at most (Linux's own limit), then ELOOP.
     const MAX_LINKS: u32 = 40;
@@ -269,7 +273,7 @@ mod unix {
                     }
                     _ => {}
                 }
-                if stack.is_empty() && name == crate_pkm() {
+                if stack.is_empty() && is_pkm(&name) {
                     return Err(escape());
                 }
                 let here = self.dir(stack.last());
@@ -316,7 +320,7 @@ mod unix {
             let mut comps = components(rel);
             loop {
                 let (name, prefix) = split_last(&mut comps);
-                if prefix.is_empty() && name == crate_pkm() {
+                if prefix.is_empty() && is_pkm(&name) {
                     return Err(escape().into());
                 }
                 let folder = self.folder(&prefix, false, &mut links)?;
@@ -394,8 +398,7 @@ mod unix {
         pub(crate) fn parent(&self, rel: &str, create: bool) -> io::Result<Parent<'_>> {
             let mut comps = components(rel);
             let (name, prefix) = split_last(&mut comps);
-            if matches!(name.as_slice(), b"" | b"." | b"..")
-                || (prefix.is_empty() && name == crate_pkm())
+            if matches!(name.as_slice(), b"" | b"." | b"..") || (prefix.is_empty() && is_pkm(&name))
             {
                 return Err(escape());
             }
@@ -536,6 +539,17 @@ mod unix {
         pkm_core::vault::PKM_DIR.as_bytes()
     }
 
+    /// Whether a component at the vault's top names `.pkm/`: byte for byte on Linux; ignoring
+    /// ASCII case on macOS, whose file systems are case-insensitive by default (`.PKM` is
+    /// `.pkm` there).
+    fn is_pkm(name: &[u8]) -> bool {
+        if cfg!(target_vendor = "apple") {
+            name.eq_ignore_ascii_case(crate_pkm())
+        } else {
+            name == crate_pkm()
+        }
+    }
+
     fn bump(links: &mut u32) -> io::Result<()> {
         *links += 1;
         if *links > MAX_LINKS {
@@ -591,8 +605,17 @@ mod unix {
     }
 }
 
-/// Elsewhere the paths are opened whole, checked only by `VaultPath::parse` (no handle-relative
-/// calls to build on).
+/// On Windows (and any other non-Unix target) there are no handle-relative calls to build on:
+/// paths are opened whole, after the same checks made by path. `VaultPath::parse` has already
+/// refused names Windows cannot hold (`pkm_core::path::windows_name_problem`); here every folder
+/// on the way, and the file itself, is looked at without following it, and a symbolic link or
+/// junction among them (a name-surrogate reparse point; OneDrive's placeholders are not) must
+/// resolve to a place inside the vault and outside `.pkm/`, else the path is refused as an
+/// escape. Unlike the Unix walk, a swap between this check and the open is not excluded.
+///
+/// A rename over a note another program holds open (editors, indexers and virus scanners do
+/// on Windows) fails with a sharing violation or access denied while it does: the rename and the
+/// delete are retried with a short backoff before the error is given.
 #[cfg(not(unix))]
 pub(crate) use other::Root;
 
@@ -602,8 +625,33 @@ mod other {
     use std::fs::File;
     use std::io::{self, Read};
     use std::path::{Path, PathBuf};
+    use std::time::Duration;
 
     use super::{Facts, Kind, Listed, ReadFailure, escape};
+
+    /// The waits between the tries of a rename or delete refused because another program holds
+    /// the file: 10 ms doubling, about 1.3 s in all.
+    const BUSY_BACKOFF: [u64; 7] = [10, 20, 40, 80, 160, 320, 640];
+
+    /// Whether `e` says another program holds the file open (`ERROR_ACCESS_DENIED` 5,
+    /// `ERROR_SHARING_VIOLATION` 32, `ERROR_LOCK_VIOLATION` 33).
+    fn busy(e: &io::Error) -> bool {
+        matches!(e.raw_os_error(), Some(5 | 32 | 33)) || e.kind() == io::ErrorKind::PermissionDenied
+    }
+
+    /// Runs `op`, again after each wait of [`BUSY_BACKOFF`] while it fails with [`busy`].
+    pub(super) fn retry_busy<T>(mut op: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+        let mut waits = BUSY_BACKOFF.iter();
+        loop {
+            match op() {
+                Err(e) if busy(&e) => match waits.next() {
+                    Some(ms) => std::thread::sleep(Duration::from_millis(*ms)),
+                    None => return Err(e),
+                },
+                done => return done,
+            }
+        }
+    }
 
     #[derive(Debug)]
     pub(crate) struct Root {
@@ -641,22 +689,53 @@ mod other {
             })
         }
 
-        fn abs(&self, rel: &str) -> io::Result<PathBuf> {
-            if rel
-                .split('/')
-                .any(|c| c.is_empty() || c == "." || c == ".." || c.contains('\\'))
-                || rel.split('/').next() == Some(pkm_core::vault::PKM_DIR)
+        /// `rel` under the vault, checked: no empty, `.` or `..` segment, not in `.pkm/`, and
+        /// every link or junction on the way (the last component too when `last`) resolving
+        /// inside the vault and outside `.pkm/`.
+        fn checked(&self, rel: &str, last: bool) -> io::Result<PathBuf> {
+            let segs: Vec<&str> = rel.split('/').collect();
+            if segs
+                .iter()
+                .any(|c| c.is_empty() || *c == "." || *c == ".." || c.contains('\\'))
+                || segs
+                    .first()
+                    .is_some_and(|c| c.eq_ignore_ascii_case(pkm_core::vault::PKM_DIR))
             {
                 return Err(escape());
             }
-            Ok(self.path.join(rel))
+            let pkm = self.path.join(pkm_core::vault::PKM_DIR);
+            let mut abs = self.path.clone();
+            let walked = if last { segs.len() } else { segs.len() - 1 };
+            for (i, seg) in segs.iter().enumerate() {
+                abs.push(seg);
+                if i >= walked {
+                    continue;
+                }
+                match std::fs::symlink_metadata(&abs) {
+                    Ok(meta) if meta.file_type().is_symlink() => {
+                        let real = abs.canonicalize().map_err(|_| escape())?;
+                        if !real.starts_with(&self.path) || real.starts_with(&pkm) {
+                            return Err(escape());
+                        }
+                    }
+                    // Missing from here on: nothing to follow.
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                        for rest in &segs[i + 1..] {
+                            abs.push(rest);
+                        }
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            Ok(abs)
         }
 
         pub(crate) fn read_regular(
             &self,
             rel: &str,
         ) -> Result<(Vec<u8>, std::fs::Metadata), ReadFailure> {
-            let abs = self.abs(rel)?;
+            let abs = self.checked(rel, true)?;
             if !std::fs::metadata(&abs)?.is_file() {
                 return Err(ReadFailure::NotRegular);
             }
@@ -671,15 +750,17 @@ mod other {
         }
 
         pub(crate) fn facts(&self, rel: &str) -> io::Result<Facts> {
-            Ok(facts_of(&std::fs::metadata(self.abs(rel)?)?))
+            Ok(facts_of(&std::fs::metadata(self.checked(rel, true)?)?))
         }
 
         pub(crate) fn parent(&self, rel: &str, create: bool) -> io::Result<Parent<'_>> {
-            let abs = self.abs(rel)?;
+            let abs = self.checked(rel, false)?;
             let dir = abs.parent().ok_or_else(escape)?.to_path_buf();
             let name = abs.file_name().ok_or_else(escape)?.to_os_string();
             if create {
                 std::fs::create_dir_all(&dir)?;
+                // A folder created meanwhile through a link: look again.
+                self.checked(rel, false)?;
             }
             Ok(Parent {
                 _root: self,
@@ -689,7 +770,8 @@ mod other {
         }
 
         pub(crate) fn remove_file(&self, rel: &str) -> io::Result<()> {
-            std::fs::remove_file(self.abs(rel)?)
+            let abs = self.checked(rel, false)?;
+            retry_busy(|| std::fs::remove_file(&abs))
         }
 
         pub(crate) fn list(&self, mut descend: impl FnMut(&Path) -> bool) -> Vec<Listed> {
@@ -728,15 +810,20 @@ mod other {
                 .create_new(true)
                 .open(self.dir.join(name))
         }
+        /// Renames `from` over the last component, retrying while another program holds it.
         pub(crate) fn rename_over(&self, from: &OsStr) -> io::Result<()> {
-            std::fs::rename(self.dir.join(from), self.dir.join(&self.name))
+            let (from, to) = (self.dir.join(from), self.dir.join(&self.name));
+            retry_busy(|| std::fs::rename(&from, &to))
         }
         pub(crate) fn remove(&self, name: Option<&OsStr>) -> io::Result<()> {
-            std::fs::remove_file(self.dir.join(name.unwrap_or(&self.name)))
+            let path = self.dir.join(name.unwrap_or(&self.name));
+            retry_busy(|| std::fs::remove_file(&path))
         }
         pub(crate) fn remove_dir(&self) -> io::Result<()> {
             std::fs::remove_dir(self.dir.join(&self.name))
         }
+        /// Windows cannot flush a folder's entries through std: the rename is made durable by
+        /// the file system's own journal.
         pub(crate) fn sync(&self) -> io::Result<()> {
             Ok(())
         }

@@ -1,6 +1,7 @@
 //! `VaultLock`: which process leads a vault. The leader holds an OS advisory lock on
 //! `.pkm/write.lock` for as long as it owns the vault's writer; the kernel drops it when the process
-//! exits or is killed, and the next process waiting for it takes the lead (ADR-0007).
+//! exits or is killed, and the next process waiting for it takes the lead (ADR-0007). std's file
+//! lock is `flock` on Unix and `LockFileEx` on Windows, the same on every platform to this code.
 
 use std::fs::File;
 use std::io::Write;
@@ -58,7 +59,8 @@ impl VaultLock {
         VaultLock { _file: file }
     }
 
-    /// The pid the current leader wrote, if any.
+    /// The pid the current leader wrote, if any (none on Windows, where the leader's lock bars
+    /// other processes from reading the file).
     pub fn holder(vault: &Vault) -> Option<u32> {
         std::fs::read_to_string(vault.write_lock_path())
             .ok()?

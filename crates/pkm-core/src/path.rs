@@ -37,6 +37,40 @@ pub enum PathError {
     Escapes,
     #[error("path has a file or folder name longer than {SEGMENT_MAX_BYTES} bytes")]
     NameTooLong,
+    #[error("path has a name Windows cannot hold: {0}")]
+    NotOnWindows(&'static str),
+}
+
+/// Why Windows cannot hold a file or folder named `seg`, if it cannot: one of `<>:"|?*`, a
+/// control character, a trailing dot or space, or a device name (`CON`, `PRN`, `AUX`, `NUL`,
+/// `COM1`-`COM9`, `LPT1`-`LPT9`, with any extension). Checked by [`VaultPath::parse`] on Windows
+/// only: elsewhere such names are valid, and a vault may hold them.
+pub fn windows_name_problem(seg: &str) -> Option<&'static str> {
+    if seg
+        .chars()
+        .any(|c| matches!(c, '<' | '>' | ':' | '"' | '|' | '?' | '*'))
+    {
+        return Some(r#"one of < > : " | ? *"#);
+    }
+    if seg.chars().any(char::is_control) {
+        return Some("a control character");
+    }
+    if seg.ends_with('.') || seg.ends_with(' ') {
+        return Some("a name ending in a dot or a space");
+    }
+    let stem = seg.split('.').next().unwrap_or(seg).trim_end_matches(' ');
+    let device = match stem.len() {
+        3 => ["CON", "PRN", "AUX", "NUL"]
+            .iter()
+            .any(|d| stem.eq_ignore_ascii_case(d)),
+        4 => {
+            let (head, digit) = stem.split_at(3);
+            (head.eq_ignore_ascii_case("COM") || head.eq_ignore_ascii_case("LPT"))
+                && matches!(digit.as_bytes().first(), Some(b'1'..=b'9'))
+        }
+        _ => false,
+    };
+    device.then_some("a device name (CON, PRN, AUX, NUL, COM1-9, LPT1-9)")
 }
 
 /// A safe, vault-relative, `/`-separated path to a `.md` note.
@@ -167,5 +201,41 @@ mod tests {
         assert_eq!(p.stem(), "example");
         assert_eq!(p.parent(), "projects/sub");
         assert_eq!(VaultPath::lexical("top.md").unwrap().parent(), "");
+    }
+
+    #[test]
+    fn names_windows_cannot_hold() {
+        for bad in [
+            "a:b.md",
+            "what?.md",
+            "x*.md",
+            "a<b>.md",
+            "say \"hi\".md",
+            "a|b.md",
+            "tab\there.md",
+            "trailing.",
+            "trailing ",
+            "CON.md",
+            "con.md",
+            "Nul",
+            "aux.txt.md",
+            "COM1.md",
+            "lpt9.md",
+            "CON .md",
+        ] {
+            assert!(windows_name_problem(bad).is_some(), "{bad:?}");
+        }
+        for good in [
+            "note.md",
+            "CONSOLE.md",
+            "COM0.md",
+            "COM10.md",
+            "icon.md",
+            "a.b.md",
+            "Über café.md",
+            "my notes",
+        ] {
+            assert_eq!(windows_name_problem(good), None, "{good:?}");
+        }
     }
 }

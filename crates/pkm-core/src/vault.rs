@@ -81,8 +81,12 @@ impl Vault {
         self.pkm_dir().join("write.lock")
     }
     /// Where a note lives on disk.
+    /// Where a note lives on disk. Pushed one segment at a time: on Windows the canonical root is
+    /// a `\\?\` path, in which `/` separates nothing.
     pub fn abs(&self, note: &VaultPath) -> PathBuf {
-        self.root.join(note.as_str())
+        let mut p = self.root.clone();
+        p.extend(note.as_str().split('/'));
+        p
     }
 }
 
@@ -100,6 +104,10 @@ impl VaultPath {
         let vp = Self::lexical(input)?;
         if input.split('/').any(|seg| seg.len() > SEGMENT_MAX_BYTES) {
             return Err(PathError::NameTooLong);
+        }
+        #[cfg(windows)]
+        if let Some(why) = input.split('/').find_map(crate::path::windows_name_problem) {
+            return Err(PathError::NotOnWindows(why));
         }
         let mut probe: PathBuf = vault.abs(&vp);
         loop {

@@ -11,14 +11,15 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use pkm_core::Vault;
 use stratum_app::{AppConfig, WatchMode};
 
+use crate::host::{Host, HostOptions};
 use crate::http::{
     self, Auth, Fleet, HttpConfig, HttpState, MemoryRateStore, OnFailure, RateLimits,
 };
-use crate::lead::{Host, HostOptions, Request};
 use crate::oauth::OAuthVerifier;
 use crate::scope::{self, Scope};
 use crate::server::StratumServer;
 use crate::tokens::{TokenStore, TokenVerifier};
+use crate::wire::Request;
 
 /// MCP server for a markdown vault: read, write, index, search, link and tag notes.
 #[derive(Debug, Parser)]

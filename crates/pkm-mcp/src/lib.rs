@@ -3,10 +3,12 @@
 //! One table of tools (`tools::TOOLS`) behind two doors: stdio (rmcp) and Streamable HTTP (axum).
 //! Architecture invariant: only this crate knows MCP and JSON-RPC; only `errors` picks codes.
 
+mod channel;
 pub mod cli;
 pub mod errors;
+mod forward;
+pub mod host;
 pub mod http;
-pub mod lead;
 pub mod notify;
 pub mod oauth;
 pub mod protocol;
@@ -16,5 +18,6 @@ pub mod server;
 pub mod stdio;
 pub mod tokens;
 pub mod tools;
+pub mod wire;
 
 pub use server::StratumServer;

@@ -10,6 +10,7 @@ fn main() {
     // 2 MiB page at the first touch of each, however little of it is used: a sixth of a cold
     // index's CPU went to that zeroing. Regular pages cost 4 % less wall time for a cold index
     // (docs/benchmarks.md). A kernel without the flag just keeps huge pages.
+    #[cfg(target_os = "linux")]
     let _ = rustix::thread::disable_transparent_huge_pages(true);
     std::process::exit(pkm_mcp::cli::main());
 }

@@ -9,12 +9,14 @@ use serde_json::{Map, Value, json};
 use stratum_app::{App, AppConfig};
 
 use crate::errors::{Kind, McpError};
-use crate::lead::{Host, Request};
+use crate::host::Host;
 use crate::notify::{ClientLevel, LevelFilter};
 use crate::protocol::{self, Protocol};
 use crate::schema;
 use crate::scope::Scope;
 use crate::tools::{self, TOOLS, Tool};
+use crate::wire::Request;
+pub use crate::wire::VERSION;
 
 /// `MCP_RESPONSE_MAX` of contract §11: the serialized size of one response object.
 pub const RESPONSE_MAX_BYTES: usize = 1024 * 1024;
@@ -28,8 +30,6 @@ pub fn app_config() -> AppConfig {
     }
 }
 
-/// `serverInfo.version`: the workspace version.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 const RESOURCE_PREFIX: &str = "note://";
 
 /// The resource URI of a note: `note://` and the vault-relative path with each `/`-separated
@@ -197,7 +197,7 @@ pub struct StratumServer {
 impl StratumServer {
     /// A server over `app`, which this process leads alone (tests, fuzzing).
     pub fn new(app: Arc<App>) -> StratumServer {
-        Self::with_host(Host::local(app))
+        Self::with_host(Host::local(app, app_config()))
     }
 
     /// A server over a vault shared with other processes.

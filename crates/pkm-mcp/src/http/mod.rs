@@ -322,7 +322,7 @@ async fn protected_resource_metadata(State(state): State<HttpState>) -> Response
 
 /// One vault's health: `index_fresh` from a cheap query of its store, or why it cannot answer.
 async fn vault_health(door: &Door) -> Result<Value, &'static str> {
-    let query = door.server.run(crate::lead::Request::Info);
+    let query = door.server.run(crate::wire::Request::Info);
     match tokio::time::timeout(HEALTH_TIMEOUT, query).await {
         Ok(Ok(info)) => Ok(info["index_fresh"].clone()),
         Ok(Err(e)) => {
