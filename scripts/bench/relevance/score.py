@@ -11,6 +11,15 @@ Usage (the mcp SDK comes from the client tests' venv):
 A judged set is a JSON list of {"query": "...", "relevant": ["path/of/note.md", ...]}: the notes a
 person means by the query, best first; paths are relative to the vault root.
 
+The judged sets beside this script:
+
+- examples.json: keyword queries over examples/vault (title, partial title, alias, inflection, ...).
+- questions-examples.json (over examples/vault) and questions-planted.json (with --generate N
+  --seed S, over planted.py's notes): questions as an agent asks them, in sentences and in words of
+  their own (issue #33). Kinds: "question" (short), "question-long" (ten words or more),
+  "question-paraphrase" (no content word shared with the meant note, its title or frontmatter).
+  For example `score.py --generate 1000 --seed 1 --set scripts/bench/relevance/questions-planted.json`.
+
 The vault is copied to a temporary directory (the server writes .pkm/ inside it), indexed with
 `stratum-mcp index --vault`, then served with `stratum-mcp --stdio --watch off` and queried
 through the MCP Python SDK. Each query runs through kb_search with limit 10 (`--limit`); the
