@@ -19,6 +19,10 @@ The judged sets beside this script:
   their own (issue #33). Kinds: "question" (short), "question-long" (ten words or more),
   "question-paraphrase" (no content word shared with the meant note, its title or frontmatter).
   For example `score.py --generate 1000 --seed 1 --set scripts/bench/relevance/questions-planted.json`.
+- public/obsidian-help.json, public/logseq-docs.json, public/foam-docs.json: about 30 questions
+  each over the public vaults that `scripts/vaults/measure.py fetch DEST` lays out as
+  DEST/obsidian-help, DEST/logseq-docs and DEST/foam-docs (questions and note paths only; nothing
+  of the vaults is copied here). The first four of obsidian-help.json are issue #33's examples.
 
 The vault is copied to a temporary directory (the server writes .pkm/ inside it), indexed with
 `stratum-mcp index --vault`, then served with `stratum-mcp --stdio --watch off` and queried
