@@ -137,6 +137,7 @@ impl App {
             KbError::from(e)
         })?;
         let language = search_language(&vault)?;
+        let meaning = search_meaning(&vault, language)?;
         let ((index, index_writer), recreated) =
             match IndexEngine::open(&vault.search_dir(), language) {
                 Ok(handles) => (handles, false),
@@ -150,6 +151,7 @@ impl App {
                     (handles, true)
                 }
             };
+        index.set_meaning(meaning);
         let root = crate::beneath::Root::open(vault.root()).map_err(|e| {
             tracing::error!(error = %e, "cannot open the vault folder");
             KbError::external("opening the vault folder")
@@ -322,20 +324,8 @@ impl App {
 /// stemmer, or a file that is not a JSON object, is an error: searching with the wrong stemmer
 /// would be silently worse.
 pub fn search_language(vault: &Vault) -> KbResult<SearchLanguage> {
-    let path = vault.config_path();
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(SearchLanguage::default()),
-        Err(e) => {
-            return Err(KbError::invalid(format!(
-                "cannot read .pkm/config.json: {e}"
-            )));
-        }
-    };
-    let config: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| KbError::invalid(format!(".pkm/config.json is not valid JSON: {e}")))?;
-    let Some(config) = config.as_object() else {
-        return Err(KbError::invalid(".pkm/config.json must hold a JSON object"));
+    let Some(config) = vault_config(vault)? else {
+        return Ok(SearchLanguage::default());
     };
     match config.get("search_language") {
         None | Some(serde_json::Value::Null) => Ok(SearchLanguage::default()),
@@ -348,6 +338,43 @@ pub fn search_language(vault: &Vault) -> KbResult<SearchLanguage> {
         Some(other) => Err(KbError::invalid(format!(
             ".pkm/config.json: search_language must be a string, not {other}"
         ))),
+    }
+}
+
+/// Whether search adds notes found by meaning (ADR-0013): `search_meaning` in
+/// `.pkm/config.json` (`true` or `false`); when missing, on for English (the language of the
+/// embedding model) and off for other search languages.
+pub fn search_meaning(vault: &Vault, language: SearchLanguage) -> KbResult<bool> {
+    let default = language == SearchLanguage::ENGLISH;
+    let Some(config) = vault_config(vault)? else {
+        return Ok(default);
+    };
+    match config.get("search_meaning") {
+        None | Some(serde_json::Value::Null) => Ok(default),
+        Some(serde_json::Value::Bool(on)) => Ok(*on),
+        Some(other) => Err(KbError::invalid(format!(
+            ".pkm/config.json: search_meaning must be true or false, not {other}"
+        ))),
+    }
+}
+
+/// `.pkm/config.json` as a JSON object, `None` when the file is missing.
+fn vault_config(vault: &Vault) -> KbResult<Option<serde_json::Map<String, serde_json::Value>>> {
+    let path = vault.config_path();
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(KbError::invalid(format!(
+                "cannot read .pkm/config.json: {e}"
+            )));
+        }
+    };
+    let config: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| KbError::invalid(format!(".pkm/config.json is not valid JSON: {e}")))?;
+    match config {
+        serde_json::Value::Object(config) => Ok(Some(config)),
+        _ => Err(KbError::invalid(".pkm/config.json must hold a JSON object")),
     }
 }
 

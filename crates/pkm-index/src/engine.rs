@@ -10,11 +10,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::io::ErrorKind as IoErrorKind;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 use tantivy::collector::sort_key::{SortBySimilarityScore, SortByStaticFastValue, SortByString};
 use tantivy::collector::{Collector, Count, SegmentCollector, TopDocs};
 use tantivy::columnar::{Column, StrColumn};
+use tantivy::index::SegmentId;
 use tantivy::indexer::{IndexWriterOptions, UserOperation};
 use tantivy::postings::Postings;
 use tantivy::query::{Query, TermQuery};
@@ -25,16 +28,17 @@ use tantivy::schema::{
 use tantivy::snippet::{Snippet, SnippetGenerator};
 use tantivy::tokenizer::{TextAnalyzer, TokenizerManager};
 use tantivy::{
-    DocAddress, DocSet, Index, IndexReader, Order, ReloadPolicy, Score, Searcher, SegmentOrdinal,
-    TERMINATED, Term,
+    DocAddress, DocId, DocSet, Index, IndexReader, Order, ReloadPolicy, Score, Searcher,
+    SegmentOrdinal, SegmentReader, TERMINATED, Term,
 };
 
+use crate::embed::{self, Model, NOTE_TOKENS, QueryVector};
 use crate::error::IndexError;
 use crate::query::{
-    BlockScorer, BlockWords, Clause, MATCHINGS, NOTE_KIND, SearchFields, clauses,
+    BlockScorer, BlockWords, Clause, MATCHINGS, Matching, NOTE_KIND, SearchFields, clauses,
     documents_of_notes, exact_key, field_query, note_query, words_in_text,
 };
-use crate::tokenizer::{ANALYZER_NAME, SearchLanguage, analyze, analyzer, value_starts};
+use crate::tokenizer::{ANALYZER_NAME, SearchLanguage, Stopwords, analyze, analyzer, value_starts};
 
 /// Search pagination never reaches past this many matches (contract §11,
 /// `MCP_TOKEN_MAX_SCORE_MATCHES`): `total` is capped here and `offset + limit` is clipped to it.
@@ -43,7 +47,7 @@ pub const MAX_SCORE_MATCHES: usize = 5000;
 /// Version of everything that decides what the index holds: the schema *and* the analyzer. Bump it
 /// whenever either changes, so that an index built by an older binary is reported as
 /// [`IndexError::SchemaMismatch`] and rebuilt, instead of silently answering with stale tokens.
-pub const SCHEMA_VERSION: &str = "pkm-index/6";
+pub const SCHEMA_VERSION: &str = "pkm-index/7";
 
 /// File in the index directory holding [`SCHEMA_VERSION`] and the search language. Tantivy's garbage collector only
 /// deletes files it created itself, so it leaves this one alone.
@@ -60,6 +64,22 @@ const WARM_ANALYZERS: usize = 8;
 /// Notes whose blocks one read of the index lists, when unlinked mentions go through the notes that
 /// hold a phrase (see `IndexEngine::search_phrase`).
 const NOTES_PER_READ: usize = 64;
+
+/// Tokens of a query read for its vector.
+const QUERY_TOKENS: usize = 128;
+/// Tokens of a block read for its vector, when a hit found by meaning picks its block.
+const BLOCK_TOKENS: usize = 256;
+/// A note joins the results by meaning alone only from this cosine similarity with the query:
+/// below it, a query of unrelated words would list the whole vault.
+const MEANING_FLOOR: f32 = 0.45;
+/// Under meaning, how deep each ranking is read before fusing (at least the page asked for).
+const FUSION_DEPTH: usize = 50;
+/// Weights of the fused score (see `fuse`): the word ranking's, by how its notes matched, and
+/// the meaning's.
+const FUSE_EVERY: f32 = 1.0;
+const FUSE_FUZZY: f32 = 0.7;
+const FUSE_COVERAGE: f32 = 0.5;
+const FUSE_MEANING: f32 = 1.0;
 
 /// Approximate length of a snippet, in bytes of the block's text.
 const SNIPPET_MAX_BYTES: usize = 160;
@@ -121,6 +141,7 @@ struct Fields {
     /// The position in its note's `body` where the block's text starts (see `value_starts`):
     /// where a phrase found in the body stands tells which block holds it.
     start: Field,
+    meaning: Field,
 }
 
 const BLOCK_ID: &str = "block_id";
@@ -128,6 +149,7 @@ const PAGE_PATH: &str = "page_path";
 const POSITION: &str = "position";
 const CONTENT: &str = "content";
 const START: &str = "start";
+const MEANING: &str = "meaning";
 
 fn build_schema() -> Schema {
     let mut builder = Schema::builder();
@@ -155,6 +177,9 @@ fn build_schema() -> Schema {
     builder.add_text_field("name", text.clone());
     builder.add_text_field("name_exact", STRING);
     builder.add_text_field("body", text);
+    // The note's meaning: its vector (see `embed::quantize`), read by searches from the fast field
+    // into a cache per segment.
+    builder.add_bytes_field(MEANING, FAST);
     builder.build()
 }
 
@@ -178,6 +203,7 @@ impl Fields {
             tags: field("tags")?,
             position: field(POSITION)?,
             start: field(START)?,
+            meaning: field(MEANING)?,
         })
     }
 }
@@ -220,6 +246,14 @@ pub struct IndexEngine {
     /// hits with a cold cache was most of a search's time.
     warm: Mutex<Vec<TextAnalyzer>>,
     language: SearchLanguage,
+    /// The function words a query of `language` drops.
+    stopwords: Stopwords,
+    /// The embedding model (compiled in), for note vectors and the meaning of queries.
+    model: &'static Model<'static>,
+    /// Whether searches add notes found by meaning (see [`IndexEngine::set_meaning`]).
+    meaning: AtomicBool,
+    /// The note vectors of each segment, read once from its fast field.
+    vectors: Mutex<HashMap<SegmentId, Arc<SegmentVectors>>>,
 }
 
 /// The writing half of one vault's search index. Not `Clone`; whoever holds it (the vault's writer
@@ -237,6 +271,8 @@ pub struct IndexWriter {
     reader: IndexReader,
     fields: Fields,
     analyzer: TextAnalyzer,
+    /// The embedding model, for each note's vector.
+    model: &'static Model<'static>,
 }
 
 impl std::fmt::Debug for IndexWriter {
@@ -350,18 +386,24 @@ impl IndexEngine {
             .try_into()
             .map_err(unreadable)?;
         let analyzer = index.tokenizer_for_field(fields.search.body)?;
+        let model = embed::model()?;
         let engine = IndexEngine {
             reader: reader.clone(),
             fields,
             analyzer: analyzer.clone(),
             warm: Mutex::new(Vec::new()),
             language,
+            stopwords: Stopwords::of(language),
+            model,
+            meaning: AtomicBool::new(true),
+            vectors: Mutex::new(HashMap::new()),
         };
         let writer = IndexWriter {
             writer,
             reader,
             fields,
             analyzer,
+            model,
         };
         Ok((engine, writer))
     }
@@ -469,6 +511,16 @@ impl IndexWriter {
         for block in &note.blocks {
             doc.add_text(f.body, &block.content);
         }
+        // The vector of the title and the text, from the first `NOTE_TOKENS` tokens.
+        let mut ids = Vec::new();
+        for text in std::iter::once(note.title.as_str())
+            .chain(note.blocks.iter().map(|b| b.content.as_str()))
+        {
+            self.model.tokenize(text, NOTE_TOKENS, &mut ids);
+        }
+        if let Some(vector) = self.model.mean(&ids) {
+            doc.add_bytes(self.fields.meaning, &embed::quantize(&vector));
+        }
         doc
     }
 
@@ -508,18 +560,24 @@ impl IndexEngine {
     /// Full-text search: notes ranked, each shown by its best block.
     ///
     /// `query` is analyzed with the index's own analyzer and never parsed as query syntax:
-    /// characters such as `:`, `*`, `(`, `-` only separate words. A note matches when every word
-    /// is in its text (in any of its blocks) or its names (title, aliases, file name), and every
-    /// `"quoted phrase"` (and every run of Han or kana) is in one of its blocks or a name. When no
-    /// note matches, words of five or more characters may match with a typo; when still none,
-    /// all words but one must match. A query without any word gives zero hits.
+    /// characters such as `:`, `*`, `(`, `-` only separate words. Unquoted function words of the
+    /// vault's language ("how do I", "in my") are dropped, unless nothing else is left. A note
+    /// matches when every word is in its text (in any of its blocks) or its names (title,
+    /// aliases, file name), and every `"quoted phrase"` (and every run of Han or kana) is in one
+    /// of its blocks or a name. When no note matches, words of five or more characters may match
+    /// with a typo; when still none, notes holding any of the words match, ranked by how much of
+    /// the query they hold (each word weighted by its rarity, a name counting more). A query
+    /// without any word gives zero hits.
     ///
     /// Notes rank by BM25 over their text, a match in a name weighted up, the query's words as a
-    /// phrase in a name more, the query being a name most. Each hit is the note's block where the
-    /// words score best (its first block when only names matched), with a snippet of it. Order:
-    /// score descending, then page path ascending, so paging is stable. `total` is the number of
-    /// matching notes under the matching that found them, capped at [`MAX_SCORE_MATCHES`];
-    /// results past that cap are never returned.
+    /// phrase in a name more, the query being a name most. With meaning on (the default, see
+    /// [`IndexEngine::set_meaning`]), notes whose vector is close to the query's are added and
+    /// the two rankings fused (see `fuse`): a note can be found by what it means without sharing
+    /// a word with the query. Each hit is the note's block where the words score best (when no
+    /// block holds a word, the block closest in meaning, or the first), with a snippet of it.
+    /// Order: score descending, then page path ascending, so paging is stable. `total` is the
+    /// number of matching notes (under the matching that found them, plus those found by meaning
+    /// alone), capped at [`MAX_SCORE_MATCHES`]; results past that cap are never returned.
     pub fn search(
         &self,
         query: &str,
@@ -527,42 +585,29 @@ impl IndexEngine {
         offset: usize,
     ) -> Result<SearchPage, IndexError> {
         let mut analyzer = self.take_analyzer();
-        let clauses = clauses(&mut analyzer, query);
+        let clauses = clauses(&mut analyzer, &mut self.stopwords.clone(), query);
         if clauses.is_empty() {
+            self.give_back(analyzer);
             return Ok(SearchPage::default());
         }
+        let meaning = if self.meaning.load(Ordering::Relaxed) {
+            self.model.embed(query, QUERY_TOKENS).map(QueryVector::new)
+        } else {
+            None
+        };
         let exact = exact_key(&mut analyzer, query);
         let searcher = self.reader.searcher();
         let fields = &self.fields.search;
         let end = offset.saturating_add(limit).min(MAX_SCORE_MATCHES);
+        // Fused, a page is cut from the first `depth` of each ranking.
+        let range = match meaning {
+            Some(_) => 0..end.max(FUSION_DEPTH),
+            None => offset..end,
+        };
         let order = (
             (SortBySimilarityScore, Order::Desc),
             (SortByString::for_field(PAGE_PATH), Order::Asc),
         );
-        let mut last = (0, Vec::new(), MATCHINGS[0]);
-        for matching in MATCHINGS {
-            let notes = note_query(fields, &clauses, &exact, matching);
-            let (total, found) = if offset < end {
-                let top = TopDocs::for_doc_range(offset..end).order_by(order.clone());
-                searcher.search(&*notes, &(Count, top))?
-            } else {
-                (searcher.search(&*notes, &Count)?, Vec::new())
-            };
-            last = (total, found, matching);
-            if total > 0 {
-                break;
-            }
-        }
-        let (total, found, matching) = last;
-        let highlight = words_in_text(fields.body, &clauses, matching);
-        let snippets = self.snippet_generator(&searcher, &*highlight)?;
-        let mut notes = Vec::with_capacity(found.len());
-        for ((score, _), note) in found {
-            notes.extend(
-                self.page_path_of(&searcher, note)?
-                    .map(|path| (score, path)),
-            );
-        }
         let note_count = searcher.doc_freq(&Term::from_field_text(fields.kind, NOTE_KIND))? as f32;
         let rarity = |term: &str| {
             let with = searcher
@@ -570,13 +615,69 @@ impl IndexEngine {
                 .unwrap_or(0) as f32;
             (1.0 + (note_count - with + 0.5) / (with + 0.5)).ln()
         };
+        let weights: Vec<f32> = clauses
+            .iter()
+            .map(|c| c.terms.iter().map(|t| rarity(t)).sum())
+            .collect();
+        let mut last = (Matched::default(), Vec::new(), MATCHINGS[0]);
+        for matching in MATCHINGS {
+            let notes = note_query(fields, &clauses, &weights, &exact, matching);
+            let (matched, found) = if range.start < range.end && offset < end {
+                let top = TopDocs::for_doc_range(range.clone()).order_by(order.clone());
+                searcher.search(&*notes, &(MatchedCollector, top))?
+            } else {
+                (searcher.search(&*notes, &MatchedCollector)?, Vec::new())
+            };
+            let any = matched.count > 0;
+            last = (matched, found, matching);
+            if any {
+                break;
+            }
+        }
+        let (matched, found, matching) = last;
+        let mut total = matched.count;
+        let found: Vec<(f32, DocAddress)> = found
+            .into_iter()
+            .map(|((score, _), address)| (score, address))
+            .collect();
+        let ranked = match &meaning {
+            Some(query) => {
+                let mut similar = self.similar_notes(&searcher, query)?;
+                total += similar.iter().filter(|(a, _)| !matched.has(*a)).count();
+                let depth = range.end;
+                if similar.len() > depth {
+                    similar.select_nth_unstable_by(depth, |a, b| b.1.total_cmp(&a.1));
+                    similar.truncate(depth);
+                }
+                fuse(&found, &similar, matching)
+            }
+            None => found,
+        };
+        let mut notes = Vec::with_capacity(ranked.len());
+        for (score, note) in ranked {
+            notes.extend(
+                self.page_path_of(&searcher, note)?
+                    .map(|path| (score, path)),
+            );
+        }
+        if meaning.is_some() {
+            notes.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+            notes = notes
+                .into_iter()
+                .skip(offset)
+                .take(end.saturating_sub(offset))
+                .collect();
+        }
+        let highlight = words_in_text(fields.body, &clauses, matching);
+        let snippets = self.snippet_generator(&searcher, &*highlight)?;
         let scorer = BlockScorer::new(&clauses, matching, rarity);
         let mut blocks = self.blocks_of(&searcher, notes.iter().map(|(_, p)| p.as_str()))?;
         let mut hits = Vec::with_capacity(notes.len());
+        let closest = meaning.as_ref().map(|q| (self.model, q));
         for (score, page_path) in notes {
             let blocks = blocks.remove(&page_path).unwrap_or_default();
             hits.extend(
-                best_block(&mut analyzer, &scorer, blocks)
+                best_block(&mut analyzer, &scorer, closest, blocks)
                     .map(|block| block.into_hit(score, Some(&snippets))),
             );
         }
@@ -585,6 +686,58 @@ impl IndexEngine {
             hits,
             total: total.min(MAX_SCORE_MATCHES),
         })
+    }
+
+    /// Turns the meaning signal of [`IndexEngine::search`] on or off (on when opened). Off, a
+    /// search ranks by the words alone; note vectors are still computed and stored.
+    pub fn set_meaning(&self, on: bool) {
+        self.meaning.store(on, Ordering::Relaxed);
+    }
+
+    /// Every live note whose vector's cosine similarity with `query` is at least
+    /// [`MEANING_FLOOR`], with that similarity: a brute-force scan of the note vectors of each
+    /// segment, read once per segment and kept while the segment lives.
+    fn similar_notes(
+        &self,
+        searcher: &Searcher,
+        query: &QueryVector,
+    ) -> Result<Vec<(DocAddress, f32)>, IndexError> {
+        let mut out = Vec::new();
+        let mut live = HashSet::new();
+        for (ordinal, segment) in searcher.segment_readers().iter().enumerate() {
+            live.insert(segment.segment_id());
+            let vectors = self.segment_vectors(segment)?;
+            let similarity: Vec<f32> = vectors
+                .values
+                .chunks_exact(self.model.dims())
+                .zip(&vectors.scales)
+                .map(|(values, scale)| query.similarity(values, *scale))
+                .collect();
+            let alive = segment.alive_bitset();
+            let ordinal = SegmentOrdinal::try_from(ordinal).unwrap_or(SegmentOrdinal::MAX);
+            for (doc, vector) in &vectors.docs {
+                if alive.is_some_and(|alive| alive.is_deleted(*doc)) {
+                    continue;
+                }
+                let sim = similarity.get(*vector as usize).copied().unwrap_or(0.0);
+                if sim >= MEANING_FLOOR {
+                    out.push((DocAddress::new(ordinal, *doc), sim));
+                }
+            }
+        }
+        self.vectors.lock().retain(|id, _| live.contains(id));
+        Ok(out)
+    }
+
+    /// The note vectors of `segment`, from the cache or read from its fast field.
+    fn segment_vectors(&self, segment: &SegmentReader) -> Result<Arc<SegmentVectors>, IndexError> {
+        let id = segment.segment_id();
+        if let Some(vectors) = self.vectors.lock().get(&id) {
+            return Ok(Arc::clone(vectors));
+        }
+        let vectors = Arc::new(SegmentVectors::read(segment, self.model.dims())?);
+        self.vectors.lock().insert(id, Arc::clone(&vectors));
+        Ok(vectors)
     }
 
     fn take_analyzer(&self) -> TextAnalyzer {
@@ -968,9 +1121,13 @@ impl StoredBlock {
 /// The block a hit points at: the best-scoring, the first among equals; an empty block (a
 /// properties-only first block) only when no block says anything. When only the note's name
 /// matched, every block scores zero: that is the first block that says something.
+///
+/// When no block holds a word of the query and `meaning` is given (a note found by meaning), the
+/// block closest in meaning to the query wins instead.
 fn best_block(
     analyzer: &mut TextAnalyzer,
     scorer: &BlockScorer<'_>,
+    meaning: Option<(&Model<'_>, &QueryVector)>,
     blocks: Vec<StoredBlock>,
 ) -> Option<StoredBlock> {
     let words: Vec<BlockWords> = blocks
@@ -986,6 +1143,22 @@ fn best_block(
         .collect();
     ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     let said = |i: &usize| blocks.get(*i).is_some_and(|b| !b.content.trim().is_empty());
+    if let Some((model, query)) = meaning
+        && ranked.first().is_none_or(|(score, _)| *score <= 0.0)
+    {
+        let closest = blocks
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| said(i))
+            .filter_map(|(i, b)| {
+                let vector = model.embed(&b.content, BLOCK_TOKENS)?;
+                Some((embed::cosine(&vector, &query.exact), i))
+            })
+            .max_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)));
+        if let Some((_, i)) = closest {
+            return blocks.into_iter().nth(i);
+        }
+    }
     let chosen = ranked
         .iter()
         .map(|(_, i)| *i)
@@ -1068,6 +1241,150 @@ impl SegmentCollector for SegmentNoteBlocks {
 
     fn harvest(self) -> HashMap<String, Vec<BlockAt>> {
         by_page_path(self.paths.as_ref(), self.by_path_ord)
+    }
+}
+
+/// The two rankings of a search as one: each note's word score relative to the best (weighted
+/// by how strictly the words matched: all of them, with typos, or some) plus how far its meaning
+/// is above [`MEANING_FLOOR`] (0 to 1, weighted [`FUSE_MEANING`]). A score mix rather than
+/// reciprocal rank fusion: a keyword query whose first note stands far ahead (its title) keeps
+/// it first, while notes that share no word still rise by meaning.
+fn fuse(
+    words: &[(f32, DocAddress)],
+    meaning: &[(DocAddress, f32)],
+    matching: Matching,
+) -> Vec<(f32, DocAddress)> {
+    let weight = match matching {
+        Matching::Every => FUSE_EVERY,
+        Matching::EveryFuzzy => FUSE_FUZZY,
+        Matching::Coverage => FUSE_COVERAGE,
+    };
+    let best = words
+        .iter()
+        .map(|(score, _)| *score)
+        .fold(0.0f32, f32::max)
+        .max(f32::MIN_POSITIVE);
+    let mut fused: HashMap<DocAddress, f32> = HashMap::new();
+    for (score, address) in words {
+        *fused.entry(*address).or_default() += weight * score / best;
+    }
+    for (address, similarity) in meaning {
+        let above = ((similarity - MEANING_FLOOR) / (1.0 - MEANING_FLOOR)).clamp(0.0, 1.0);
+        *fused.entry(*address).or_default() += FUSE_MEANING * above;
+    }
+    fused.into_iter().map(|(a, s)| (s, a)).collect()
+}
+
+/// The note vectors of one segment: each distinct vector once (`values`, `dims` per vector, and
+/// `scales`), and per note document the index of its vector.
+#[derive(Default)]
+struct SegmentVectors {
+    values: Vec<i8>,
+    scales: Vec<f32>,
+    docs: Vec<(DocId, u32)>,
+}
+
+impl SegmentVectors {
+    fn read(segment: &SegmentReader, dims: usize) -> Result<SegmentVectors, IndexError> {
+        let mut out = SegmentVectors::default();
+        let Some(column) = segment.fast_fields().bytes(MEANING)? else {
+            return Ok(out);
+        };
+        // The dictionary lists each distinct vector once, by ordinal.
+        let mut stream = column.dictionary().stream()?;
+        while stream.advance() {
+            let (values, scale) = embed::dequantize_parts(stream.key(), dims).unwrap_or((&[], 0.0));
+            if values.len() == dims {
+                out.values.extend(values.iter().map(|v| *v as i8));
+            } else {
+                out.values.extend(std::iter::repeat_n(0, dims));
+            }
+            out.scales.push(scale);
+        }
+        for doc in 0..segment.max_doc() {
+            if let Some(ord) = column.term_ords(doc).next()
+                && let Ok(ord) = u32::try_from(ord)
+                && (ord as usize) < out.scales.len()
+            {
+                out.docs.push((doc, ord));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Counts the notes a query matches and remembers which (a bit per document of each segment):
+/// a note found by meaning that the words matched too is not counted twice.
+struct MatchedCollector;
+
+#[derive(Default)]
+struct Matched {
+    count: usize,
+    bits: HashMap<SegmentOrdinal, Vec<u64>>,
+}
+
+impl Matched {
+    fn has(&self, address: DocAddress) -> bool {
+        let doc = address.doc_id as usize;
+        self.bits
+            .get(&address.segment_ord)
+            .and_then(|bits| bits.get(doc / 64))
+            .is_some_and(|word| word & (1 << (doc % 64)) != 0)
+    }
+}
+
+struct SegmentMatched {
+    segment: SegmentOrdinal,
+    count: usize,
+    bits: Vec<u64>,
+}
+
+impl Collector for MatchedCollector {
+    type Fruit = Matched;
+    type Child = SegmentMatched;
+
+    fn for_segment(
+        &self,
+        segment: SegmentOrdinal,
+        reader: &SegmentReader,
+    ) -> tantivy::Result<SegmentMatched> {
+        Ok(SegmentMatched {
+            segment,
+            count: 0,
+            bits: vec![0; (reader.max_doc() as usize).div_ceil(64)],
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        false
+    }
+
+    fn merge_fruits(
+        &self,
+        fruits: Vec<(SegmentOrdinal, usize, Vec<u64>)>,
+    ) -> tantivy::Result<Matched> {
+        let mut out = Matched::default();
+        for (segment, count, bits) in fruits {
+            out.count += count;
+            out.bits.insert(segment, bits);
+        }
+        Ok(out)
+    }
+}
+
+impl SegmentCollector for SegmentMatched {
+    type Fruit = (SegmentOrdinal, usize, Vec<u64>);
+
+    fn collect(&mut self, doc: DocId, _score: Score) {
+        let doc = doc as usize;
+        if let Some(word) = self.bits.get_mut(doc / 64) {
+            *word |= 1 << (doc % 64);
+        }
+        self.count += 1;
+    }
+
+    fn harvest(self) -> (SegmentOrdinal, usize, Vec<u64>) {
+        (self.segment, self.count, self.bits)
     }
 }
 

@@ -14,6 +14,10 @@ pub enum IndexError {
     /// The index on disk was built with another schema or analyzer version; recreate it.
     #[error("search index was built with another schema version")]
     SchemaMismatch,
+    /// The embedding model compiled into the binary cannot be read (a build fault, not the
+    /// vault's).
+    #[error("search meaning model: {0}")]
+    Model(&'static str),
     /// The filesystem failed.
     #[error("search index I/O: {0}")]
     Io(#[from] std::io::Error),

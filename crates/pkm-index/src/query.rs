@@ -2,24 +2,25 @@
 //!
 //! The text is only ever analyzed, never parsed: `title:x`, `*`, `AND`, `-x` and parentheses are
 //! separators or plain words, so no input can select a field, negate, or fail to parse. A pair of
-//! double quotes makes a phrase; an unpaired quote is ignored.
+//! double quotes makes a phrase; an unpaired quote is ignored. Unquoted function words ("how do
+//! I", "in my") are dropped (see [`Stopwords`]) unless nothing else is left.
 
 use tantivy::Term;
 use tantivy::query::{
-    BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, FuzzyTermQuery, Occur, PhraseQuery,
-    Query, TermQuery,
+    BooleanQuery, BoostQuery, ConstScoreQuery, DisjunctionMaxQuery, EmptyQuery, FuzzyTermQuery,
+    Occur, PhraseQuery, Query, TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::TextAnalyzer;
 
-use crate::tokenizer::{QueryToken, analyze};
+use crate::tokenizer::{QueryToken, Stopwords, analyze};
 
 /// At most this many clauses are kept from one query; the rest of an oversized query is ignored
 /// rather than building a boolean query with thousands of required clauses.
 pub(crate) const MAX_CLAUSES: usize = 64;
 
 /// One required part of a query: a single term, or a phrase of terms at the given distances.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Clause {
     pub terms: Vec<String>,
     /// Position of each term relative to the first; a gap marks a token the analyzer dropped.
@@ -27,10 +28,26 @@ pub(crate) struct Clause {
     /// Characters of the text the clause was analyzed from (for a single word: the word as
     /// typed, which decides whether it may match with a typo).
     pub typed_chars: usize,
+    /// Byte range of the typed text in the part of the query it came from.
+    from: usize,
+    to: usize,
 }
+
+/// Two clauses are the same when they match the same: the same terms at the same offsets.
+impl PartialEq for Clause {
+    fn eq(&self, other: &Clause) -> bool {
+        self.terms == other.terms && self.offsets == other.offsets
+    }
+}
+
+impl Eq for Clause {}
 
 impl Clause {
     fn push(&mut self, token: QueryToken, first_position: usize) {
+        if self.terms.is_empty() {
+            self.from = token.offset_from;
+        }
+        self.to = token.offset_to;
         self.typed_chars += token.typed_chars;
         self.offsets
             .push(token.position.saturating_sub(first_position));
@@ -48,21 +65,36 @@ impl Clause {
     }
 }
 
-/// Splits the user's text into required clauses (see the module docs).
-pub(crate) fn clauses(analyzer: &mut TextAnalyzer, text: &str) -> Vec<Clause> {
+/// Splits the user's text into required clauses (see the module docs). Unquoted words that are
+/// `stopwords` of the language are left out, unless every clause would be.
+pub(crate) fn clauses(
+    analyzer: &mut TextAnalyzer,
+    stopwords: &mut Stopwords,
+    text: &str,
+) -> Vec<Clause> {
     let parts: Vec<&str> = text.split('"').collect();
     let mut out: Vec<Clause> = Vec::new();
+    let mut all: Vec<Clause> = Vec::new();
     for (i, part) in parts.iter().enumerate() {
         // Odd parts sit between two quotes, unless the last quote has no partner.
         let quoted = i % 2 == 1 && i + 1 < parts.len();
         let tokens = analyze(analyzer, part);
         if quoted {
-            push_unique(&mut out, Clause::phrase(tokens));
+            let phrase = Clause::phrase(tokens);
+            push_unique(&mut all, phrase.clone());
+            push_unique(&mut out, phrase);
         } else {
             for clause in word_clauses(tokens) {
-                push_unique(&mut out, clause);
+                push_unique(&mut all, clause.clone());
+                let typed = part.get(clause.from..clause.to).unwrap_or_default();
+                if clause.terms.len() > 1 || !stopwords.contains(typed) {
+                    push_unique(&mut out, clause);
+                }
             }
         }
+    }
+    if out.is_empty() {
+        out = all;
     }
     out.truncate(MAX_CLAUSES);
     out
@@ -143,13 +175,21 @@ pub(crate) enum Matching {
     /// Every clause, a word of [`FUZZY_MIN_CHARS`] or more also at one typo (two from
     /// [`FUZZY_TWO_CHARS`]).
     EveryFuzzy,
-    /// All clauses but one, typos allowed as in `EveryFuzzy`.
-    AllButOne,
+    /// Any clause, typos allowed as in `EveryFuzzy`; a note ranks by how much of the query it
+    /// covers: the summed rarity of the clauses it holds, a clause in a name counting
+    /// [`COVER_NAME`] times more, BM25 only breaking near-ties.
+    Coverage,
 }
 
 /// The order in which [`Matching`]s are tried.
 pub(crate) const MATCHINGS: [Matching; 3] =
-    [Matching::Every, Matching::EveryFuzzy, Matching::AllButOne];
+    [Matching::Every, Matching::EveryFuzzy, Matching::Coverage];
+
+/// Under [`Matching::Coverage`], the weight of a clause found in a note's name against found in
+/// its text (both count: a name is one of the note's texts too).
+const COVER_NAME: f32 = 1.0;
+/// Under [`Matching::Coverage`], the weight of the BM25 score beside the coverage.
+const COVER_BM25: f32 = 0.1;
 
 /// Words shorter than this (in characters, as typed) are never matched with a typo: at one edit
 /// too many short words are another word.
@@ -213,15 +253,23 @@ fn word_query(field: Field, term: &str, typos: Option<u8>) -> Box<dyn Query> {
 /// phrase clause within one block (the text of each block is its own value of `body`, and Tantivy
 /// leaves a position free between values, so a phrase never spans two blocks) or in the name;
 /// scored by the text, names weighted up, the exact name most.
+///
+/// Under [`Matching::Coverage`], `weights` (one per clause: its rarity among notes) score each
+/// clause a note holds.
 pub(crate) fn note_query(
     fields: &SearchFields,
     clauses: &[Clause],
+    weights: &[f32],
     exact: &str,
     matching: Matching,
 ) -> Box<dyn Query> {
     let per_clause: Vec<(Occur, Box<dyn Query>)> = clauses
         .iter()
-        .map(|clause| {
+        .zip(weights.iter().copied().chain(std::iter::repeat(1.0)))
+        .map(|(clause, weight)| {
+            if matching == Matching::Coverage {
+                return (Occur::Should, coverage_query(fields, clause, weight));
+            }
             let typos = clause.typos(matching);
             let in_name: Box<dyn Query> = match typos {
                 Some(_) => word_query(fields.name, &clause.terms[0], typos),
@@ -251,7 +299,7 @@ pub(crate) fn note_query(
         })
         .collect();
     let required = match matching {
-        Matching::AllButOne => per_clause.len().saturating_sub(1).max(1),
+        Matching::Coverage => 1,
         Matching::Every | Matching::EveryFuzzy => per_clause.len(),
     };
     let words = Box::new(BooleanQuery::with_minimum_required_clauses(
@@ -292,6 +340,50 @@ pub(crate) fn note_query(
         ));
     }
     Box::new(BooleanQuery::new(top))
+}
+
+/// One clause under [`Matching::Coverage`]: its `weight` when the note holds it in its text, a
+/// typo of it [`FUZZY_WEIGHT`] of that, [`COVER_NAME`] times more when in a name; a fraction of
+/// its BM25 score besides.
+fn coverage_query(fields: &SearchFields, clause: &Clause, weight: f32) -> Box<dyn Query> {
+    let typos = clause.typos(Matching::Coverage);
+    let held = |field: Field, weight: f32| -> Box<dyn Query> {
+        let exact: Box<dyn Query> =
+            Box::new(ConstScoreQuery::new(field_query(field, clause), weight));
+        match (typos, clause.terms.as_slice()) {
+            (Some(distance), [term]) => Box::new(DisjunctionMaxQuery::new(vec![
+                exact,
+                Box::new(ConstScoreQuery::new(
+                    Box::new(FuzzyTermQuery::new(
+                        Term::from_field_text(field, term),
+                        distance,
+                        true,
+                    )),
+                    weight * FUZZY_WEIGHT,
+                )),
+            ])),
+            _ => exact,
+        }
+    };
+    let bm25: Vec<(Occur, Box<dyn Query>)> = clause
+        .terms
+        .iter()
+        .map(|t| (Occur::Should, word_query(fields.body, t, typos)))
+        .collect();
+    let held: Box<dyn Query> = Box::new(BooleanQuery::new(vec![
+        (Occur::Should, held(fields.body, weight)),
+        (Occur::Should, held(fields.name, weight * COVER_NAME)),
+    ]));
+    Box::new(BooleanQuery::new(vec![
+        (Occur::Must, held),
+        (
+            Occur::Should,
+            Box::new(BoostQuery::new(
+                Box::new(BooleanQuery::new(bm25)),
+                COVER_BM25,
+            )),
+        ),
+    ]))
 }
 
 /// Every document of the notes at `page_paths` (their blocks, and their note documents, which a
@@ -505,13 +597,11 @@ mod tests {
     use crate::tokenizer::{SearchLanguage, analyzer};
 
     fn check(text: &str) -> Vec<Vec<String>> {
-        clauses(
-            &mut analyzer(SearchLanguage::from_name("none").unwrap()),
-            text,
-        )
-        .into_iter()
-        .map(|c| c.terms)
-        .collect()
+        let none = SearchLanguage::from_name("none").unwrap();
+        clauses(&mut analyzer(none), &mut Stopwords::of(none), text)
+            .into_iter()
+            .map(|c| c.terms)
+            .collect()
     }
 
     fn v(items: &[&[&str]]) -> Vec<Vec<String>> {
@@ -519,6 +609,49 @@ mod tests {
             .iter()
             .map(|c| c.iter().map(|s| s.to_string()).collect())
             .collect()
+    }
+
+    fn english(text: &str) -> Vec<Vec<String>> {
+        let english = SearchLanguage::ENGLISH;
+        clauses(&mut analyzer(english), &mut Stopwords::of(english), text)
+            .into_iter()
+            .map(|c| c.terms)
+            .collect()
+    }
+
+    #[test]
+    fn a_question_keeps_its_content_words() {
+        assert_eq!(
+            english("How do I get my money back after buying a license?"),
+            v(&[&["get"], &["money"], &["back"], &["buy"], &["licens"]])
+        );
+        assert_eq!(
+            english("can I use vim key bindings in the editor"),
+            v(&[&["use"], &["vim"], &["key"], &["bind"], &["editor"]])
+        );
+    }
+
+    #[test]
+    fn function_words_stay_when_nothing_else_would_and_in_quotes() {
+        assert_eq!(
+            english("to be or not to be"),
+            v(&[&["to"], &["be"], &["or"], &["not"]])
+        );
+        assert_eq!(
+            english("\"the end\" of it"),
+            v(&[&["the", "end"]]),
+            "a quoted phrase is kept whole"
+        );
+        let german = SearchLanguage::from_name("german").unwrap();
+        let found: Vec<Vec<String>> = clauses(
+            &mut analyzer(german),
+            &mut Stopwords::of(german),
+            "wie kann ich die Notizen synchronisieren",
+        )
+        .into_iter()
+        .map(|c| c.terms)
+        .collect();
+        assert_eq!(found.len(), 2, "{found:?}");
     }
 
     #[test]
@@ -561,6 +694,7 @@ mod tests {
         let long = "x".repeat(100);
         let found = clauses(
             &mut analyzer(SearchLanguage::ENGLISH),
+            &mut Stopwords::of(SearchLanguage::ENGLISH),
             &format!("\"keep {long} this\" 东京"),
         );
         assert_eq!(found[0].offsets, [0, 2]);
@@ -591,7 +725,7 @@ mod tests {
     #[test]
     fn a_block_counts_phrases_at_their_offsets_and_scores_by_what_it_holds() {
         let none = || analyzer(SearchLanguage::from_name("none").unwrap());
-        let one = |q: &str| clauses(&mut none(), q);
+        let one = |q: &str| clauses(&mut none(), &mut Stopwords::None, q);
         let mut analyzer = none();
         let phrase = one("\"machine learning\"");
         let scorer = BlockScorer::new(&phrase, Matching::Every, |_| 1.0);

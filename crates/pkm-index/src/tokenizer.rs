@@ -1,7 +1,8 @@
 //! The analyzer shared by indexing, querying and snippets: words of alphanumeric characters,
 //! with Han and Japanese kana split into one token per character, lowercased, stemmed in the
 //! vault's search language (English unless configured; see [`SearchLanguage`]) and ASCII-folded.
-//! No stop words are removed: "to be or not to be" stays a searchable phrase.
+//! No stop words are removed from the index: "to be or not to be" stays a searchable phrase. A
+//! query drops its function words ([`Stopwords`]) before matching, unless that would leave nothing.
 //!
 //! Reason for the custom tokenizer: tantivy's `SimpleTokenizer` keeps a run of CJK characters as
 //! one token (they are alphanumeric and unspaced), so a Chinese sentence became a single,
@@ -12,7 +13,7 @@ use std::collections::HashMap;
 
 use tantivy::tokenizer::{
     AsciiFoldingFilter, Language, LowerCaser, RawTokenizer, RemoveLongFilter, Stemmer,
-    TextAnalyzer, Token, TokenFilter, TokenStream, Tokenizer,
+    StopWordFilter, TextAnalyzer, Token, TokenFilter, TokenStream, Tokenizer,
 };
 
 /// The name under which the analyzer is registered with the index.
@@ -317,6 +318,179 @@ impl TokenStream for WordTokenStream<'_> {
 
     fn token_mut(&mut self) -> &mut Token {
         self.token
+    }
+}
+
+/// English words that carry the form of a question or request, not its subject: "how do I",
+/// "can I", "what is the", "in my". Longer than Lucene's list (which tantivy ships for English):
+/// agents ask in sentences. Content words that are often titles ("use", "get", "back", "may",
+/// "will" as a noun) are left out. Sorted, for the binary search.
+const ENGLISH_STOPWORDS: [&str; 121] = [
+    "a",
+    "about",
+    "after",
+    "again",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "anything",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "done",
+    "each",
+    "either",
+    "else",
+    "ever",
+    "for",
+    "from",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "him",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "me",
+    "might",
+    "must",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "of",
+    "on",
+    "onto",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "please",
+    "s",
+    "shall",
+    "she",
+    "should",
+    "so",
+    "some",
+    "someone",
+    "something",
+    "such",
+    "t",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "via",
+    "want",
+    "was",
+    "way",
+    "we",
+    "were",
+    "what",
+    "whats",
+    "when",
+    "where",
+    "whether",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "whose",
+    "why",
+    "with",
+    "within",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+];
+
+/// The function words a query of the vault's language drops (see [`crate::query::clauses`]):
+/// English's own list ([`ENGLISH_STOPWORDS`]), Snowball's list (shipped by tantivy) for Danish,
+/// Dutch, Finnish, French, German, Hungarian, Italian, Norwegian, Portuguese, Russian, Spanish
+/// and Swedish, none for the other languages and for `none`. Applied to query words only, as
+/// typed and lowercased: the index keeps every word, so a quoted phrase stays exact.
+#[derive(Clone)]
+pub(crate) enum Stopwords {
+    None,
+    English,
+    /// Lowercaser and Snowball's stop word filter over the whole word: a stop word comes out
+    /// empty.
+    Snowball(TextAnalyzer),
+}
+
+impl Stopwords {
+    pub(crate) fn of(language: SearchLanguage) -> Stopwords {
+        match language.0 {
+            None => Stopwords::None,
+            Some(Language::English) => Stopwords::English,
+            Some(language) => match StopWordFilter::new(language) {
+                Some(filter) => Stopwords::Snowball(
+                    TextAnalyzer::builder(RawTokenizer::default())
+                        .filter(LowerCaser)
+                        .filter(filter)
+                        .build(),
+                ),
+                None => Stopwords::None,
+            },
+        }
+    }
+
+    /// Whether `word` (as typed) is a function word of the language.
+    pub(crate) fn contains(&mut self, word: &str) -> bool {
+        match self {
+            Stopwords::None => false,
+            Stopwords::English => {
+                // The word split cuts at apostrophes: "don't" is "don" and "t".
+                let lower = word.to_lowercase();
+                ENGLISH_STOPWORDS.binary_search(&lower.as_str()).is_ok()
+            }
+            Stopwords::Snowball(analyzer) => analyzer.token_stream(word).next().is_none(),
+        }
     }
 }
 

@@ -91,9 +91,12 @@ fn tagged(id: &str, page: &str, content: &str, tags: &[&str]) -> BlockDoc {
     }
 }
 
+/// An empty engine ranking by words alone: most tests here check the word ranking, exactly; the
+/// meaning signal, which adds notes close in meaning, is turned on by the tests of it.
 fn engine() -> (TempDir, Engine) {
     let dir = TempDir::new().unwrap();
     let engine = Engine::open(&dir.path().join("search"));
+    engine.set_meaning(false);
     (dir, engine)
 }
 
@@ -1081,4 +1084,88 @@ fn searches_run_while_pages_are_replaced() {
     }
     assert_eq!(index.doc_count().unwrap(), 10);
     assert_eq!(search_ids(&index, "v10"), ["p0.md#10"]);
+}
+
+/// Notes on unrelated subjects, one block each; the refund note never says "money" or "back".
+const SUBJECTS: &[(&str, &str)] = &[
+    (
+        "Refund policy.md",
+        "If a purchase did not work out, write to support within 30 days of the order and we \
+         reimburse the full price of the licence to the card you paid with.",
+    ),
+    (
+        "Garden.md",
+        "Tomatoes want sun and water every other day; prune the side shoots in July.",
+    ),
+    (
+        "Sourdough.md",
+        "Feed the starter with flour and water, let the dough rise overnight and bake it hot.",
+    ),
+    (
+        "Travel checklist.md",
+        "Passport, charger, tickets and a spare shirt before the flight leaves.",
+    ),
+];
+
+fn subjects() -> (TempDir, Engine) {
+    let pages: Vec<(&str, Vec<BlockDoc>)> = SUBJECTS
+        .iter()
+        .map(|(path, text)| (*path, vec![block(path, path, text)]))
+        .collect();
+    let (dir, engine) = engine_with(&pages);
+    engine.set_meaning(true);
+    (dir, engine)
+}
+
+#[test]
+fn a_question_finds_the_note_it_means_without_sharing_a_word() {
+    let (_dir, engine) = subjects();
+    let page = engine.search("how do I get my money back", 10, 0).unwrap();
+    assert_eq!(
+        page.hits.first().map(|h| h.page_path.as_str()),
+        Some("Refund policy.md"),
+        "{page:?}"
+    );
+    assert!(
+        page.total < SUBJECTS.len(),
+        "unrelated notes stay out: {page:?}"
+    );
+
+    // Off, only words count: none of the question's is in any note.
+    engine.set_meaning(false);
+    assert_eq!(
+        engine
+            .search("how do I get my money back", 10, 0)
+            .unwrap()
+            .total,
+        0
+    );
+}
+
+#[test]
+fn a_question_ranks_by_how_much_of_it_a_note_holds_and_names_first() {
+    let (_dir, engine) = engine_with(&[
+        (
+            "Embed files.md",
+            vec![block(
+                "e",
+                "Embed files.md",
+                "Put an exclamation mark before a link.",
+            )],
+        ),
+        (
+            "Sync FAQ.md",
+            vec![block(
+                "s",
+                "Sync FAQ.md",
+                "A pdf in a note syncs like any other file.",
+            )],
+        ),
+    ]);
+    // Not every word is in one note: the note whose name holds the rarer words comes first.
+    let page = engine
+        .search("how can I embed a pdf in a note", 10, 0)
+        .unwrap();
+    assert_eq!(ids(&page).first(), Some(&"e"), "{page:?}");
+    assert_eq!(page.total, 2);
 }

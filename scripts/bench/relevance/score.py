@@ -11,6 +11,19 @@ Usage (the mcp SDK comes from the client tests' venv):
 A judged set is a JSON list of {"query": "...", "relevant": ["path/of/note.md", ...]}: the notes a
 person means by the query, best first; paths are relative to the vault root.
 
+The judged sets beside this script:
+
+- examples.json: keyword queries over examples/vault (title, partial title, alias, inflection, ...).
+- questions-examples.json (over examples/vault) and questions-planted.json (with --generate N
+  --seed S, over planted.py's notes): questions as an agent asks them, in sentences and in words of
+  their own (issue #33). Kinds: "question" (short), "question-long" (ten words or more),
+  "question-paraphrase" (no content word shared with the meant note, its title or frontmatter).
+  For example `score.py --generate 1000 --seed 1 --set scripts/bench/relevance/questions-planted.json`.
+- public/obsidian-help.json, public/logseq-docs.json, public/foam-docs.json: about 30 questions
+  each over the public vaults that `scripts/vaults/measure.py fetch DEST` lays out as
+  DEST/obsidian-help, DEST/logseq-docs and DEST/foam-docs (questions and note paths only; nothing
+  of the vaults is copied here). The first four of obsidian-help.json are issue #33's examples.
+
 The vault is copied to a temporary directory (the server writes .pkm/ inside it), indexed with
 `stratum-mcp index --vault`, then served with `stratum-mcp --stdio --watch off` and queried
 through the MCP Python SDK. Each query runs through kb_search with limit 10 (`--limit`); the

@@ -126,7 +126,7 @@ pub static TOOLS: &[Tool] = &[
     tool(
         "kb_search",
         "Search notes",
-        "Full-text search (BM25) over notes: every word must be in the note's text or names (title, aliases, file name), which rank first; stemmed, with a typo or one word fewer when nothing matches. One result per note, at its best block, with a highlighted snippet; the total count of notes and next_offset for paging.",
+        "Search over notes, by words and by meaning; a question in a sentence works. Words (BM25): every word in the note's text or names (title, aliases, file name), which rank first; stemmed; function words (how, do, I, the) ignored; when nothing matches, with a typo, then ranked by how much of the query a note holds. Meaning: notes that say the same in other words are added. One result per note, at its best block, with a highlighted snippet; the total count of notes and next_offset for paging.",
         Scope::Search,
         schema!("kb_search"),
         READ,

@@ -16,4 +16,5 @@ mod http_scope;
 mod http_transport;
 mod http_vaults;
 mod protocol;
+mod search_meaning;
 mod shared_vault;

@@ -1,0 +1,569 @@
+//! The meaning signal of search: a static embedding model (a vector per WordPiece token, no
+//! network at query time), compiled into the binary, that turns a text into one unit vector.
+//! Texts that say the same in other words ("money back", "refund") get nearby vectors.
+//!
+//! The model is `model/static-minilm.s2v` (made by the script beside it, see
+//! `crates/pkm-index/model/`), in this format, all little-endian: the magic `S2VEC001`; `u32`
+//! dims; `u32` vocabulary length; `u32` id of `[UNK]`; `u8` flags (bit 0: BERT-uncased
+//! normalisation, lowercase and strip accents; bit 1: L2-normalise the mean); per token in id
+//! order, a `u16` byte length and its UTF-8 text (WordPiece continuations keep `##`); `f32`
+//! scale per token; `i8` vectors, one row of dims per token (value = `i8` × the token's scale).
+//!
+//! A text's vector is the mean of its tokens' vectors ([`UNK`] skipped), L2-normalised. Tokens
+//! are BERT's: control characters dropped, split at whitespace, each punctuation mark and CJK
+//! ideograph its own word, lowercased and accents stripped, then each word cut greedily into the
+//! longest pieces the vocabulary holds (a word of more than [`MAX_WORD_CHARS`] characters, or one
+//! that cannot be cut, is `[UNK]`).
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use unicode_general_category::{GeneralCategory, get_general_category};
+use unicode_normalization::char::decompose_canonical;
+
+use crate::error::IndexError;
+
+/// The model, compiled in: nothing is read or downloaded at run time.
+static MODEL_BYTES: &[u8] = include_bytes!("../model/static-minilm.s2v");
+
+/// Parsed once, on first use.
+static MODEL: LazyLock<Result<Model<'static>, &'static str>> =
+    LazyLock::new(|| Model::parse(MODEL_BYTES));
+
+/// The compiled-in model, or why it cannot be read.
+pub(crate) fn model() -> Result<&'static Model<'static>, IndexError> {
+    MODEL.as_ref().map_err(|reason| IndexError::Model(reason))
+}
+
+const MAGIC: &[u8; 8] = b"S2VEC001";
+/// A word longer than this (in characters) is `[UNK]`, as in BERT's WordPiece.
+pub(crate) const MAX_WORD_CHARS: usize = 100;
+/// Tokens of a note read for its vector: the mean of a static model settles long before, and
+/// the cost of indexing stays bounded by the note, not its length.
+pub(crate) const NOTE_TOKENS: usize = 512;
+
+const FLAG_UNCASED: u8 = 1;
+
+/// A static embedding model (see the module docs).
+pub(crate) struct Model<'a> {
+    dims: usize,
+    unk: u32,
+    uncased: bool,
+    vocab: HashMap<&'a str, u32, foldhash::fast::FixedState>,
+    scales: Vec<f32>,
+    /// `i8` values, stored as their bytes.
+    vectors: &'a [u8],
+}
+
+/// Reads the model format front to back.
+struct Reader<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], &'static str> {
+        if self.bytes.len() < n {
+            return Err("the embedding model is truncated");
+        }
+        let (head, rest) = self.bytes.split_at(n);
+        self.bytes = rest;
+        Ok(head)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], &'static str> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N)?);
+        Ok(out)
+    }
+
+    fn u32(&mut self) -> Result<usize, &'static str> {
+        usize::try_from(u32::from_le_bytes(self.array()?)).map_err(|_| "too large")
+    }
+}
+
+impl<'a> Model<'a> {
+    /// Reads a model; an ill-formed one is an error, never a panic.
+    pub(crate) fn parse(bytes: &'a [u8]) -> Result<Model<'a>, &'static str> {
+        let mut reader = Reader { bytes };
+        if reader.take(MAGIC.len())? != MAGIC {
+            return Err("the embedding model has the wrong magic");
+        }
+        let dims = reader.u32()?;
+        let vocab_len = reader.u32()?;
+        let unk = reader.u32()?;
+        let [flags] = reader.array::<1>()?;
+        if dims == 0 || vocab_len == 0 || unk >= vocab_len {
+            return Err("the embedding model's header is inconsistent");
+        }
+        // Each entry takes at least its two length bytes: bounds the allocation by the input.
+        if vocab_len > reader.bytes.len() / 2 {
+            return Err("the embedding model is truncated");
+        }
+        let mut vocab = HashMap::with_capacity_and_hasher(vocab_len, Default::default());
+        for id in 0..vocab_len {
+            let len = usize::from(u16::from_le_bytes(reader.array()?));
+            let token = std::str::from_utf8(reader.take(len)?)
+                .map_err(|_| "the embedding model has a token that is not UTF-8")?;
+            let id = u32::try_from(id).map_err(|_| "too large")?;
+            vocab.entry(token).or_insert(id);
+        }
+        let scale_bytes = reader.take(vocab_len.checked_mul(4).ok_or("too large")?)?;
+        let scales: Vec<f32> = scale_bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        if scales.iter().any(|s| !s.is_finite()) {
+            return Err("the embedding model has a scale that is not a number");
+        }
+        let vectors = reader.take(vocab_len.checked_mul(dims).ok_or("too large")?)?;
+        if !reader.bytes.is_empty() {
+            return Err("the embedding model has bytes after its vectors");
+        }
+        Ok(Model {
+            dims,
+            unk: u32::try_from(unk).map_err(|_| "too large")?,
+            uncased: flags & FLAG_UNCASED != 0,
+            vocab,
+            scales,
+            vectors,
+        })
+    }
+
+    /// Length of every vector.
+    pub(crate) fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// Appends the ids of `text`'s tokens to `out`, `[UNK]` included, until `out` holds `max`.
+    pub(crate) fn tokenize(&self, text: &str, max: usize, out: &mut Vec<u32>) {
+        let mut word = String::new();
+        let mut piece = String::new();
+        let mut flush = |word: &mut String, out: &mut Vec<u32>| {
+            if !word.is_empty() && out.len() < max {
+                self.wordpiece(word, out, &mut piece);
+            }
+            word.clear();
+        };
+        for c in text.chars() {
+            if out.len() >= max {
+                break;
+            }
+            match classify(c) {
+                Class::Dropped => {}
+                Class::Space => flush(&mut word, out),
+                Class::Alone => {
+                    flush(&mut word, out);
+                    word.push(c);
+                    flush(&mut word, out);
+                }
+                Class::Other => {
+                    if !self.uncased {
+                        push_char(c, &mut word, out, &mut flush);
+                        continue;
+                    }
+                    for lower in c.to_lowercase() {
+                        if lower.is_ascii() {
+                            push_char(lower, &mut word, out, &mut flush);
+                            continue;
+                        }
+                        decompose_canonical(lower, |d| {
+                            if get_general_category(d) != GeneralCategory::NonspacingMark {
+                                push_char(d, &mut word, out, &mut flush);
+                            }
+                        });
+                    }
+                }
+            }
+        }
+        flush(&mut word, out);
+        out.truncate(max);
+    }
+
+    /// Greedy longest-match-first WordPiece of one word.
+    fn wordpiece(&self, word: &str, out: &mut Vec<u32>, piece: &mut String) {
+        if word.chars().nth(MAX_WORD_CHARS).is_some() {
+            out.push(self.unk);
+            return;
+        }
+        let first = out.len();
+        let mut start = 0;
+        while start < word.len() {
+            let mut end = word.len();
+            let mut found = None;
+            while end > start {
+                if let Some(text) = word.get(start..end) {
+                    let id = if start == 0 {
+                        self.vocab.get(text)
+                    } else {
+                        piece.clear();
+                        piece.push_str("##");
+                        piece.push_str(text);
+                        self.vocab.get(piece.as_str())
+                    };
+                    if let Some(id) = id {
+                        found = Some((*id, end));
+                        break;
+                    }
+                }
+                end -= 1;
+            }
+            match found {
+                Some((id, end)) => {
+                    out.push(id);
+                    start = end;
+                }
+                None => {
+                    out.truncate(first);
+                    out.push(self.unk);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The unit vector of `text` from at most `max` tokens; `None` when no token is known.
+    pub(crate) fn embed(&self, text: &str, max: usize) -> Option<Vec<f32>> {
+        let mut ids = Vec::new();
+        self.tokenize(text, max, &mut ids);
+        self.mean(&ids)
+    }
+
+    /// The normalised mean of the vectors of `ids`, `[UNK]` skipped.
+    pub(crate) fn mean(&self, ids: &[u32]) -> Option<Vec<f32>> {
+        let mut sum = vec![0.0f32; self.dims];
+        let mut count = 0usize;
+        for id in ids.iter().filter(|id| **id != self.unk) {
+            let Ok(row) = usize::try_from(*id) else {
+                continue;
+            };
+            let (Some(scale), Some(values)) = (
+                self.scales.get(row),
+                self.vectors.get(row * self.dims..(row + 1) * self.dims),
+            ) else {
+                continue;
+            };
+            for (s, v) in sum.iter_mut().zip(values) {
+                *s += f32::from(*v as i8) * scale;
+            }
+            count += 1;
+        }
+        if count == 0 {
+            return None;
+        }
+        let norm = sum.iter().map(|v| v * v).sum::<f32>().sqrt();
+        if norm <= f32::EPSILON {
+            return None;
+        }
+        for v in &mut sum {
+            *v /= norm;
+        }
+        Some(sum)
+    }
+}
+
+/// What BERT's basic tokenizer does with a character.
+enum Class {
+    /// NUL, U+FFFD and control characters other than whitespace.
+    Dropped,
+    Space,
+    /// A CJK ideograph: a word of its own.
+    Alone,
+    /// Anything else (punctuation is told apart after lowercasing, see [`push_char`]).
+    Other,
+}
+
+fn classify(c: char) -> Class {
+    if c.is_ascii() {
+        return match c {
+            ' ' | '\t' | '\n' | '\r' => Class::Space,
+            '\0'..='\x1f' | '\x7f' => Class::Dropped,
+            _ => Class::Other,
+        };
+    }
+    if c == '\u{fffd}' {
+        return Class::Dropped;
+    }
+    if is_cjk(c) {
+        return Class::Alone;
+    }
+    match get_general_category(c) {
+        GeneralCategory::SpaceSeparator
+        | GeneralCategory::LineSeparator
+        | GeneralCategory::ParagraphSeparator => Class::Space,
+        GeneralCategory::Control
+        | GeneralCategory::Format
+        | GeneralCategory::Unassigned
+        | GeneralCategory::PrivateUse
+        | GeneralCategory::Surrogate => {
+            if c == '\u{85}' {
+                Class::Space
+            } else {
+                Class::Dropped
+            }
+        }
+        _ => Class::Other,
+    }
+}
+
+/// Adds a normalised character to the word, or a punctuation mark as a word of its own.
+fn push_char(
+    c: char,
+    word: &mut String,
+    out: &mut Vec<u32>,
+    flush: &mut impl FnMut(&mut String, &mut Vec<u32>),
+) {
+    if is_punctuation(c) {
+        flush(word, out);
+        word.push(c);
+        flush(word, out);
+    } else {
+        word.push(c);
+    }
+}
+
+/// BERT's punctuation: every non-alphanumeric ASCII character that is not a space or control,
+/// and every Unicode punctuation category.
+fn is_punctuation(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_punctuation();
+    }
+    matches!(
+        get_general_category(c),
+        GeneralCategory::ConnectorPunctuation
+            | GeneralCategory::DashPunctuation
+            | GeneralCategory::OpenPunctuation
+            | GeneralCategory::ClosePunctuation
+            | GeneralCategory::InitialPunctuation
+            | GeneralCategory::FinalPunctuation
+            | GeneralCategory::OtherPunctuation
+    )
+}
+
+/// The CJK Unified Ideographs blocks, as BERT's tokenizer lists them (not Hangul or kana).
+fn is_cjk(c: char) -> bool {
+    matches!(u32::from(c),
+        0x4E00..=0x9FFF
+        | 0x3400..=0x4DBF
+        | 0x2_0000..=0x2_A6DF
+        | 0x2_A700..=0x2_B73F
+        | 0x2_B740..=0x2_B81F
+        | 0x2_B820..=0x2_CEAF
+        | 0xF900..=0xFAFF
+        | 0x2_F800..=0x2_FA1F)
+}
+
+/// A unit vector quantised to `i8` with one scale: `dims` bytes, then the scale (`f32`, little
+/// endian). What a note document stores, and what a search compares against.
+pub(crate) fn quantize(vector: &[f32]) -> Vec<u8> {
+    let max = vector.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+    let mut out: Vec<u8> = vector
+        .iter()
+        .map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8 as u8)
+        .collect();
+    out.extend_from_slice(&scale.to_le_bytes());
+    out
+}
+
+/// The `i8` values and scale of a vector made by [`quantize`] for `dims`, or `None` when the
+/// bytes are not one.
+pub(crate) fn dequantize_parts(bytes: &[u8], dims: usize) -> Option<(&[u8], f32)> {
+    if bytes.len() != dims + 4 {
+        return None;
+    }
+    let (values, scale) = bytes.split_at(dims);
+    let scale = f32::from_le_bytes(scale.try_into().ok()?);
+    scale.is_finite().then_some((values, scale))
+}
+
+/// The query side of a comparison: the query's unit vector quantised to `i8`, so that a note's
+/// similarity is one integer dot product and two multiplications.
+pub(crate) struct QueryVector {
+    values: Vec<i8>,
+    scale: f32,
+    /// The unquantised vector, for comparing blocks.
+    pub(crate) exact: Vec<f32>,
+}
+
+impl QueryVector {
+    pub(crate) fn new(vector: Vec<f32>) -> QueryVector {
+        let bytes = quantize(&vector);
+        let dims = vector.len();
+        let (values, scale) = dequantize_parts(&bytes, dims).unwrap_or((&[], 1.0));
+        QueryVector {
+            values: values.iter().map(|v| *v as i8).collect(),
+            scale,
+            exact: vector,
+        }
+    }
+
+    /// Cosine similarity with a note's stored values and scale (both unit vectors).
+    pub(crate) fn similarity(&self, values: &[i8], scale: f32) -> f32 {
+        let dot: i32 = self
+            .values
+            .iter()
+            .zip(values)
+            .map(|(a, b)| i32::from(*a) * i32::from(*b))
+            .sum();
+        dot as f32 * self.scale * scale
+    }
+}
+
+/// Cosine similarity of two unit vectors.
+pub(crate) fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tiny model: `dims` 2, tokens with the given vectors (scale 1/127 each).
+    fn model_bytes(tokens: &[(&str, [i8; 2])], flags: u8) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&2u32.to_le_bytes());
+        out.extend_from_slice(&u32::try_from(tokens.len()).unwrap().to_le_bytes());
+        out.extend_from_slice(&1u32.to_le_bytes());
+        out.push(flags);
+        for (token, _) in tokens {
+            out.extend_from_slice(&u16::try_from(token.len()).unwrap().to_le_bytes());
+            out.extend_from_slice(token.as_bytes());
+        }
+        for _ in tokens {
+            out.extend_from_slice(&(1.0f32 / 127.0).to_le_bytes());
+        }
+        for (_, v) in tokens {
+            out.extend(v.iter().map(|x| *x as u8));
+        }
+        out
+    }
+
+    const TINY: &[(&str, [i8; 2])] = &[
+        ("[PAD]", [0, 0]),
+        ("[UNK]", [0, 0]),
+        ("refund", [127, 0]),
+        ("money", [100, 20]),
+        ("back", [60, 60]),
+        ("un", [0, 127]),
+        ("##aff", [0, 100]),
+        ("##able", [10, 100]),
+        ("cafe", [50, 50]),
+        ("!", [-127, 0]),
+        ("东", [0, -127]),
+    ];
+
+    fn words(model: &Model<'_>, text: &str) -> Vec<u32> {
+        let mut out = Vec::new();
+        model.tokenize(text, usize::MAX, &mut out);
+        out
+    }
+
+    #[test]
+    fn text_is_cut_into_the_longest_known_pieces() {
+        let bytes = model_bytes(TINY, FLAG_UNCASED | 2);
+        let model = Model::parse(&bytes).unwrap();
+        assert_eq!(words(&model, "Unaffable"), [5, 6, 7]);
+        assert_eq!(words(&model, "REFUND!money"), [2, 9, 3]);
+        assert_eq!(words(&model, "Café\u{0}东x"), [8, 10, 1]);
+        assert_eq!(words(&model, &"a".repeat(101)), [1]);
+        assert_eq!(
+            words(&model, "unx"),
+            [1],
+            "a word that cannot be cut is [UNK]"
+        );
+    }
+
+    #[test]
+    fn a_text_is_the_normalised_mean_of_its_known_tokens() {
+        let bytes = model_bytes(TINY, FLAG_UNCASED | 2);
+        let model = Model::parse(&bytes).unwrap();
+        let refund = model.embed("refund", 100).unwrap();
+        assert!((refund[0] - 1.0).abs() < 1e-6 && refund[1].abs() < 1e-6);
+        let money = model.embed("money back ???zzz", 100).unwrap();
+        let norm: f32 = money.iter().map(|v| v * v).sum();
+        assert!((norm - 1.0).abs() < 1e-5);
+        let unrelated = model.embed("un", 100).unwrap();
+        assert!(cosine(&refund, &money) > 0.8);
+        assert!(cosine(&refund, &unrelated).abs() < 1e-6);
+        assert_eq!(model.embed("zzz qqq", 100), None);
+
+        let query = QueryVector::new(money.clone());
+        let stored = quantize(&refund);
+        let (values, scale) = dequantize_parts(&stored, 2).unwrap();
+        let values: Vec<i8> = values.iter().map(|v| *v as i8).collect();
+        assert!((query.similarity(&values, scale) - cosine(&money, &refund)).abs() < 0.02);
+    }
+
+    /// The compiled-in model reads, and cuts and embeds texts as the model's own tokenizer did
+    /// when `model/golden.json` was written (tokens exactly, the first components of the vector
+    /// within the quantisation's error).
+    #[test]
+    fn the_shipped_model_matches_its_golden_texts() {
+        let model = model().unwrap();
+        let golden: serde_json::Value =
+            serde_json::from_str(include_str!("../model/golden.json")).unwrap();
+        let cases = golden.as_array().unwrap();
+        assert!(!cases.is_empty());
+        let mut names: Vec<&str> = vec![""; model.scales.len()];
+        for (token, id) in &model.vocab {
+            names[*id as usize] = token;
+        }
+        for case in cases {
+            let text = case["text"].as_str().unwrap();
+            let mut ids = Vec::new();
+            model.tokenize(text, usize::MAX, &mut ids);
+            let tokens: Vec<&str> = ids.iter().map(|id| names[*id as usize]).collect();
+            let expected: Vec<&str> = case["tokens"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_str().unwrap())
+                .collect();
+            assert_eq!(tokens, expected, "{text:?}");
+            let vector = model.embed(text, usize::MAX);
+            let expected: Vec<f32> = case["vector"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap() as f32)
+                .collect();
+            match vector {
+                None => assert!(expected.iter().all(|v| *v == 0.0), "{text:?}"),
+                Some(vector) => {
+                    for (got, want) in vector.iter().zip(&expected) {
+                        assert!(
+                            (got - want).abs() < 2e-3,
+                            "{text:?}: {vector:?} / {expected:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_corrupt_model_is_an_error() {
+        let good = model_bytes(TINY, FLAG_UNCASED);
+        assert!(Model::parse(&good).is_ok());
+        for cut in 0..good.len() {
+            assert!(Model::parse(&good[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = good.clone();
+        longer.push(0);
+        assert!(Model::parse(&longer).is_err());
+        let mut magic = good.clone();
+        magic[0] = b'X';
+        assert!(Model::parse(&magic).is_err());
+        let mut huge = good.clone();
+        huge[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        huge[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(Model::parse(&huge).is_err());
+        let mut unk = good.clone();
+        unk[16..20].copy_from_slice(&99u32.to_le_bytes());
+        assert!(Model::parse(&unk).is_err());
+        let mut utf8 = good.clone();
+        utf8[23] = 0xff;
+        assert!(Model::parse(&utf8).is_err());
+        assert!(dequantize_parts(&[1, 2, 3], 2).is_none());
+    }
+}
