@@ -22,4 +22,9 @@ cleanup() { wineserver -k >/dev/null 2>&1 || true; rm -rf "$WINEPREFIX"; }
 trap cleanup EXIT
 wineboot --init >/dev/null 2>&1
 wineserver -w
+# Debian 12's wine lacks bcryptprimitives.dll (ProcessPrng), which Rust's std imports: a stand-in.
+if [[ ! -f "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" ]]; then
+  x86_64-w64-mingw32-gcc -shared -O2 -o "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" \
+    "$ROOT/tests/clients/wine/bcryptprimitives.c" -ladvapi32
+fi
 "$PY_DIR/.venv/bin/python" -m pytest -q -p no:cacheprovider "$ROOT/tests/clients/wine/test_wine_smoke.py"
