@@ -23,28 +23,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::notefile::ReadFailure;
-
-/// The error payload of a path that leads outside the vault or into `.pkm/`.
-#[derive(Debug)]
-pub(crate) struct Escape;
-
-impl std::fmt::Display for Escape {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the path leads outside the vault through a symbolic link")
-    }
-}
-
-impl std::error::Error for Escape {}
-
-pub(crate) fn escape() -> io::Error {
-    io::Error::other(Escape)
-}
-
-/// Whether `e` is the refusal of a path leading outside the vault.
-pub(crate) fn is_escape(e: &io::Error) -> bool {
-    e.get_ref().is_some_and(|inner| inner.is::<Escape>())
-}
+use crate::read_failure::{ReadFailure, escape};
 
 /// What a directory entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -842,6 +821,7 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     use super::*;
+    use crate::read_failure::is_escape;
 
     /// A vault folder and an outside folder holding `secret.md`, side by side.
     fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {

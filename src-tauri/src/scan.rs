@@ -122,7 +122,7 @@ fn list_files(app: &App) -> (Vec<FileFacts>, Vec<(String, String)>) {
                 }
             };
             if let Some(kind) = e.facts.kind.special() {
-                let why = format!("{} ({kind})", crate::notefile::NOT_REGULAR);
+                let why = format!("{} ({kind})", crate::read_failure::NOT_REGULAR);
                 tracing::debug!(note = %path, reason = %why, "passing over a file");
                 passed_over.push((path.as_str().to_owned(), why));
                 return None;

@@ -20,7 +20,7 @@ use pkm_core::{ErrorKind, KbError, KbResult, VaultPath, time};
 
 use crate::app::App;
 use crate::convert::{Prepared, prepare};
-use crate::notefile::ReadFailure;
+use crate::read_failure::ReadFailure;
 use crate::writer::Writer;
 
 pub use crate::faults::{FaultInjector, Step};
@@ -71,7 +71,7 @@ pub(crate) fn escapes(path: &VaultPath) -> KbError {
 }
 
 fn io_error(what: &str, path: &VaultPath, e: &std::io::Error) -> KbError {
-    if crate::beneath::is_escape(e) {
+    if crate::read_failure::is_escape(e) {
         tracing::warn!(note = %path, "{what} refused: the path leads outside the vault");
         return escapes(path);
     }
@@ -205,7 +205,7 @@ impl App {
     /// [`App::restore`] when the note on disk is not as it was before (a step after the rename
     /// or the removal failed); not after a path that leads out of the vault, which changed nothing.
     fn restore_if_changed(&self, path: &VaultPath, before: &Current, e: &std::io::Error) {
-        if !crate::beneath::is_escape(e)
+        if !crate::read_failure::is_escape(e)
             && self.root.read_regular(path.as_str()).ok().map(|(b, _)| b) != before.bytes
         {
             self.restore(path, before);

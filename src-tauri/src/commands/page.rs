@@ -7,7 +7,7 @@ use pkm_core::{KbError, KbResult, VaultPath};
 use crate::app::App;
 use crate::convert::{Prepared, prepare};
 use crate::dto::{self, Empty, LinkDto, NoteDocument, PageList, PageSummary, TagOperationResult};
-use crate::notefile::ReadFailure;
+use crate::read_failure::ReadFailure;
 use crate::write::{Edit, Outcome, escapes, not_regular};
 
 fn document(path: &VaultPath, text: String, p: &Prepared, ids: &[Option<String>]) -> NoteDocument {

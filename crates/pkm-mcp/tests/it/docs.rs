@@ -256,57 +256,30 @@ fn no_file_points_outside_the_repository() {
 }
 
 /// No file of a crate uses (`crate::…`, `super::…`) a file that uses it back, directly or through
-/// others: a name two files need lives in the lower one. `KNOWN` lists the circles issue #30
-/// still has to dissolve; a circle not listed fails, and so does a listed one that is gone (drop
-/// it from the list).
+/// others: a name two files need lives in the lower one.
 #[test]
 fn no_file_uses_a_file_that_uses_it_back() {
-    const KNOWN: &[(&str, &[&str])] = &[
-        ("src-tauri", &["beneath", "notefile"]),
-        (
-            "src-tauri",
-            &["app", "commands/page", "scan", "write", "writer"],
-        ),
-        ("crates/pkm-mcp", &["lead", "server"]),
-    ];
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut crates = vec!["src-tauri".to_owned()];
     for entry in std::fs::read_dir(root.join("crates")).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
         crates.push(format!("crates/{name}"));
     }
-    let mut found: Vec<(String, Vec<String>)> = Vec::new();
+    let mut found = Vec::new();
     for krate in &crates {
         let src = root.join(krate).join("src");
         if !src.is_dir() {
             continue;
         }
         for circle in circles(&src) {
-            found.push((krate.clone(), circle));
-        }
-    }
-    let mut unexpected = Vec::new();
-    for (krate, circle) in &found {
-        if !KNOWN
-            .iter()
-            .any(|(k, files)| k == krate && files.iter().eq(circle.iter()))
-        {
-            unexpected.push(format!("{krate}: {}", circle.join(" ↔ ")));
+            found.push(format!("{krate}: {}", circle.join(" ↔ ")));
         }
     }
     assert!(
-        unexpected.is_empty(),
+        found.is_empty(),
         "files that use each other:\n{}",
-        unexpected.join("\n")
+        found.join("\n")
     );
-    for (krate, files) in KNOWN {
-        assert!(
-            found
-                .iter()
-                .any(|(k, c)| k == krate && files.iter().eq(c.iter())),
-            "the circle {krate}: {files:?} is gone: drop it from KNOWN"
-        );
-    }
 }
 
 /// The sets of files of one crate (module paths, `a/b` for `src/a/b.rs`) that use each other,
