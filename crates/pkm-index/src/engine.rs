@@ -70,6 +70,8 @@ const BLOCK_TOKENS: usize = 256;
 /// A note joins the results by meaning alone only from this cosine similarity with the query:
 /// below it, a query of unrelated words would list the whole vault.
 const MEANING_FLOOR: f32 = 0.3;
+/// The floor for notes found by meaning alone when every word of the query matched some note.
+const MEANING_FLOOR_WORDS_FOUND: f32 = 0.5;
 /// Under meaning, how deep each ranking is read before fusing (at least the page asked for).
 const FUSION_DEPTH: usize = 50;
 /// Weights of the fused score (see `fuse`): the word ranking's, by how its notes matched, and
@@ -573,6 +575,10 @@ impl IndexEngine {
         let ranked = match &meaning {
             Some(query) => {
                 let mut similar = self.similar_notes(&searcher, query)?;
+                if matching == Matching::Every {
+                    // The words answered: a note they did not find joins only when close.
+                    similar.retain(|(a, sim)| *sim >= MEANING_FLOOR_WORDS_FOUND || matched.has(*a));
+                }
                 total += similar.iter().filter(|(a, _)| !matched.has(*a)).count();
                 let depth = range.end;
                 if similar.len() > depth {
