@@ -71,7 +71,9 @@ const QUERY_TOKENS: usize = 128;
 const BLOCK_TOKENS: usize = 256;
 /// A note joins the results by meaning alone only from this cosine similarity with the query:
 /// below it, a query of unrelated words would list the whole vault.
-const MEANING_FLOOR: f32 = 0.45;
+const MEANING_FLOOR: f32 = 0.3;
+/// The floor for notes found by meaning alone when every word of the query matched some note.
+const MEANING_FLOOR_WORDS_FOUND: f32 = 0.5;
 /// Under meaning, how deep each ranking is read before fusing (at least the page asked for).
 const FUSION_DEPTH: usize = 50;
 /// Weights of the fused score (see `fuse`): the word ranking's, by how its notes matched, and
@@ -79,7 +81,7 @@ const FUSION_DEPTH: usize = 50;
 const FUSE_EVERY: f32 = 1.0;
 const FUSE_FUZZY: f32 = 0.7;
 const FUSE_COVERAGE: f32 = 0.5;
-const FUSE_MEANING: f32 = 1.0;
+const FUSE_MEANING: f32 = 2.0;
 
 /// Approximate length of a snippet, in bytes of the block's text.
 const SNIPPET_MAX_BYTES: usize = 160;
@@ -643,6 +645,10 @@ impl IndexEngine {
         let ranked = match &meaning {
             Some(query) => {
                 let mut similar = self.similar_notes(&searcher, query)?;
+                if matching == Matching::Every {
+                    // The words answered: a note they did not find joins only when close.
+                    similar.retain(|(a, sim)| *sim >= MEANING_FLOOR_WORDS_FOUND || matched.has(*a));
+                }
                 total += similar.iter().filter(|(a, _)| !matched.has(*a)).count();
                 let depth = range.end;
                 if similar.len() > depth {
@@ -1246,7 +1252,8 @@ impl SegmentCollector for SegmentNoteBlocks {
 
 /// The two rankings of a search as one: each note's word score relative to the best (weighted
 /// by how strictly the words matched: all of them, with typos, or some) plus how far its meaning
-/// is above [`MEANING_FLOOR`] (0 to 1, weighted [`FUSE_MEANING`]). A score mix rather than
+/// is above [`MEANING_FLOOR`] (0 to 1, weighted [`FUSE_MEANING`]; the weights were tuned on the
+/// judged question and keyword sets of `scripts/bench/relevance/`). A score mix rather than
 /// reciprocal rank fusion: a keyword query whose first note stands far ahead (its title) keeps
 /// it first, while notes that share no word still rise by meaning.
 fn fuse(

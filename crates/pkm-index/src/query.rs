@@ -186,8 +186,8 @@ pub(crate) const MATCHINGS: [Matching; 3] =
     [Matching::Every, Matching::EveryFuzzy, Matching::Coverage];
 
 /// Under [`Matching::Coverage`], the weight of a clause found in a note's name against found in
-/// its text (both count: a name is one of the note's texts too).
-const COVER_NAME: f32 = 1.0;
+/// its text (both count: a clause in the name and the text weighs three times one in the text).
+const COVER_NAME: f32 = 2.0;
 /// Under [`Matching::Coverage`], the weight of the BM25 score beside the coverage.
 const COVER_BM25: f32 = 0.1;
 
