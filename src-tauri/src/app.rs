@@ -341,7 +341,7 @@ pub fn search_language(vault: &Vault) -> KbResult<SearchLanguage> {
     }
 }
 
-/// Whether search adds notes found by meaning (ADR-0013): `search_meaning` in
+/// Whether search adds notes found by meaning (ADR-0015): `search_meaning` in
 /// `.pkm/config.json` (`true` or `false`); when missing, on for English (the language of the
 /// embedding model) and off for other search languages.
 pub fn search_meaning(vault: &Vault, language: SearchLanguage) -> KbResult<bool> {

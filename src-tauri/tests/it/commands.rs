@@ -670,7 +670,7 @@ fn sixteen_writers_and_sixteen_readers() {
     assert_eq!(vault::get_vault_info(&app).unwrap().page_count, 160);
     for w in 0..16 {
         // Every note of the writer is found by its word (notes of other writers, close in
-        // meaning, may follow them: ADR-0013).
+        // meaning, may follow them: ADR-0015).
         let word = format!("writer{w} ");
         let found = search::search_blocks(&app, word.trim(), 200, 0).unwrap();
         let holding: Vec<_> = found

@@ -395,7 +395,7 @@ fn four_processes_serve_one_vault_with_the_same_answers() {
         let q = json!({"query": format!("round{round}")});
         let from_a = a.ok("kb_search", q.clone());
         // The new note is found by its word, first (earlier rounds' notes, close in meaning,
-        // may follow: ADR-0013); every process answers the same.
+        // may follow: ADR-0015); every process answers the same.
         assert_eq!(from_a["results"][0]["page_path"], json!(path), "{from_a}");
         assert_eq!(from_a, b.ok("kb_search", q.clone()));
         assert_eq!(
