@@ -19,7 +19,6 @@
 //! The scan lists the vault the same way: each folder is opened from its parent's handle with
 //! `O_NOFOLLOW`, so a folder swapped for a symlink is never entered.
 
-use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 

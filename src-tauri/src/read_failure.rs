@@ -29,7 +29,6 @@ pub(crate) fn is_escape(e: &io::Error) -> bool {
     e.get_ref().is_some_and(|inner| inner.is::<Escape>())
 }
 
-
 /// Why a note's file could not be read.
 #[derive(Debug)]
 pub(crate) enum ReadFailure {
