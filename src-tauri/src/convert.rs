@@ -83,99 +83,149 @@ pub(crate) fn prepare(
 ) -> Prepared {
     let page = block_parser::parse_page_as(text, &dialect.page_name(path.as_str()), dialect);
     let flat = flatten(&page);
+    let owners = Owners::of(&flat);
+    let mut blocks: Vec<NewBlock> = flat.iter().map(|(p, b)| new_block(*p, b)).collect();
+    let mut links = place_links(dialect, path, text, &owners, &mut blocks);
+    add_tag_links(dialect, &page, &mut blocks, &mut links);
+    place_inline_tags(dialect, text, &owners, &mut blocks);
+    Prepared {
+        record: page_record(path, &page, text, mtime, size),
+        frontmatter: page
+            .frontmatter
+            .clone()
+            .unwrap_or_else(|| serde_json::Value::Object(Default::default())),
+        frontmatter_error: page.frontmatter_error,
+        page_tags: page.page_tags,
+        blocks,
+        links,
+    }
+}
 
-    // Blocks' own ranges (children excluded) sorted by start, to place links and tags.
-    let mut by_start: Vec<(usize, usize, usize)> = flat
-        .iter()
-        .enumerate()
-        .map(|(i, (_, b))| (b.range.start, b.range.end, i))
-        .collect();
-    by_start.sort_unstable();
-    let owner = |pos: usize| -> Option<usize> {
-        let i = by_start.partition_point(|&(start, _, _)| start <= pos);
-        let (start, end, idx) = *by_start.get(i.checked_sub(1)?)?;
+/// Which block holds a byte position: the blocks' own ranges (children excluded), sorted by start.
+struct Owners(Vec<(usize, usize, usize)>);
+
+impl Owners {
+    fn of(flat: &[(Option<usize>, &Block)]) -> Owners {
+        let mut by_start: Vec<(usize, usize, usize)> = flat
+            .iter()
+            .enumerate()
+            .map(|(i, (_, b))| (b.range.start, b.range.end, i))
+            .collect();
+        by_start.sort_unstable();
+        Owners(by_start)
+    }
+
+    /// The index (in document order) of the block whose own text holds `pos`.
+    fn at(&self, pos: usize) -> Option<usize> {
+        let i = self.0.partition_point(|&(start, _, _)| start <= pos);
+        let (start, end, idx) = *self.0.get(i.checked_sub(1)?)?;
         (start <= pos && pos < end).then_some(idx)
-    };
+    }
+}
 
-    let mut blocks: Vec<NewBlock> = flat
-        .iter()
-        .map(|(parent, b)| NewBlock {
-            parent: *parent,
-            explicit_id: b.id.clone(),
-            content: b.content.clone(),
-            properties: b.properties.clone(),
-            marker: b.marker.map(|m| m.as_str().to_owned()),
-            priority: b.priority.map(|p| p.as_str().to_owned()),
-            collapsed: b.collapsed,
-            heading_level: b.heading_level,
-            links: Vec::new(),
-            tags: Vec::new(),
-        })
-        .collect();
+/// A parsed block as the store takes it, its links and tags still to be placed.
+fn new_block(parent: Option<usize>, b: &Block) -> NewBlock {
+    NewBlock {
+        parent,
+        explicit_id: b.id.clone(),
+        content: b.content.clone(),
+        properties: b.properties.clone(),
+        marker: b.marker.map(|m| m.as_str().to_owned()),
+        priority: b.priority.map(|p| p.as_str().to_owned()),
+        collapsed: b.collapsed,
+        heading_level: b.heading_level,
+        links: Vec::new(),
+        tags: Vec::new(),
+    }
+}
 
+fn new_link(link: &linker::Link) -> NewLink {
+    NewLink {
+        target: link.target.clone(),
+        target_key: page_key(&link.target),
+        alias: link.alias.clone(),
+        position: link.position,
+        embed: matches!(link.kind, LinkKind::Embed),
+    }
+}
+
+/// The note's links, relative markdown links joined to the note's folder, each given to the
+/// block that holds it; every link is returned with its block's index.
+fn place_links(
+    dialect: &Dialect,
+    path: &VaultPath,
+    text: &str,
+    owners: &Owners,
+    blocks: &mut [NewBlock],
+) -> Vec<(Option<usize>, linker::Link)> {
     let mut links = Vec::new();
     for mut link in linker::extract_links_as(text, dialect) {
         if matches!(link.kind, LinkKind::Markdown) {
             link.target = join_relative(path, &link.target);
         }
-        let at = owner(link.position);
+        let at = owners.at(link.position);
         if let Some(block) = at.and_then(|i| blocks.get_mut(i)) {
-            block.links.push(NewLink {
-                target: link.target.clone(),
-                target_key: page_key(&link.target),
-                alias: link.alias.clone(),
-                position: link.position,
-                embed: matches!(link.kind, LinkKind::Embed),
-            });
+            block.links.push(new_link(&link));
         }
         links.push((at, link));
     }
-    if dialect.tags_are_links()
-        && let Some(first) = page.blocks.first()
-    {
-        // Logseq: the pages a page is tagged with list it among their references.
-        let at = first.range.start;
-        for tag in &page.page_tags {
-            let key = page_key(tag);
-            let known = links.iter().any(|(b, l): &(Option<usize>, linker::Link)| {
-                *b == Some(0) && page_key(&l.target) == key
-            });
-            if !known && let Some(block) = blocks.get_mut(0) {
-                block.links.push(NewLink {
-                    target: tag.clone(),
-                    target_key: key,
-                    alias: None,
-                    position: at,
-                    embed: false,
-                });
-                links.push((
-                    Some(0),
-                    linker::Link {
-                        target: tag.clone(),
-                        alias: None,
-                        heading: None,
-                        block_ref: None,
-                        kind: LinkKind::Wiki,
-                        position: at,
-                    },
-                ));
-            }
+    links
+}
+
+/// The links the page's own tags make by the dialect ([`Dialect::tag_pages`]), as wiki links at
+/// the start of its first block, unless that block links the page already.
+fn add_tag_links(
+    dialect: &Dialect,
+    page: &ParsedPage,
+    blocks: &mut [NewBlock],
+    links: &mut Vec<(Option<usize>, linker::Link)>,
+) {
+    let (Some(first), Some(block)) = (page.blocks.first(), blocks.first_mut()) else {
+        return;
+    };
+    let at = first.range.start;
+    for tag in dialect.tag_pages(&page.page_tags) {
+        let key = page_key(tag);
+        let known = links
+            .iter()
+            .any(|(b, l)| *b == Some(0) && page_key(&l.target) == key);
+        if known {
+            continue;
         }
+        let link = linker::Link {
+            target: tag.clone(),
+            alias: None,
+            heading: None,
+            block_ref: None,
+            kind: LinkKind::Wiki,
+            position: at,
+        };
+        block.links.push(new_link(&link));
+        links.push((Some(0), link));
     }
+}
+
+/// Gives each inline `#tag` to the block that holds it; a block keeps a tag once, whatever its case.
+fn place_inline_tags(dialect: &Dialect, text: &str, owners: &Owners, blocks: &mut [NewBlock]) {
     for (tag, pos) in pkm_markdown::tags::extract_inline_tags_as(text, dialect) {
-        if let Some(block) = owner(pos).and_then(|i| blocks.get_mut(i)) {
+        if let Some(block) = owners.at(pos).and_then(|i| blocks.get_mut(i)) {
             block.tags.push(tag);
         }
     }
-    for block in &mut blocks {
+    for block in blocks {
         dedup_ci(&mut block.tags);
     }
+}
 
-    let frontmatter = page
-        .frontmatter
-        .clone()
-        .unwrap_or_else(|| serde_json::Value::Object(Default::default()));
-    let record = PageRecord {
+/// The page's row in the store.
+fn page_record(
+    path: &VaultPath,
+    page: &ParsedPage,
+    text: &str,
+    mtime: SystemTime,
+    size: u64,
+) -> PageRecord {
+    PageRecord {
         path: path.clone(),
         title: page.title.clone(),
         frontmatter_json: page.frontmatter.as_ref().map(|v| v.to_string()),
@@ -185,14 +235,6 @@ pub(crate) fn prepare(
         size,
         hash: sha256_hex(text.as_bytes()),
         modified_at: time::to_rfc3339(mtime),
-    };
-    Prepared {
-        page_tags: page.page_tags.clone(),
-        frontmatter,
-        frontmatter_error: page.frontmatter_error.clone(),
-        record,
-        blocks,
-        links,
     }
 }
 

@@ -152,6 +152,17 @@ impl Dialect {
         self.flavor == Flavor::Logseq
     }
 
+    /// The pages a page names by its own tags (`tags::`, frontmatter `tags`): in Logseq a page
+    /// tagged `x` is among the references of page `x`, shown in its backlinks; other apps keep a
+    /// page's tags apart from its links, so none.
+    pub fn tag_pages<'a>(&self, page_tags: &'a [String]) -> &'a [String] {
+        if self.tags_are_links() {
+            page_tags
+        } else {
+            &[]
+        }
+    }
+
     /// A journal file's page name: `2026_12_03` read with the file format, written with the
     /// title format (`Dec 3rd, 2026`). `None` when the stem is not a date in that format.
     fn journal_name(&self, stem: &str) -> Option<String> {
@@ -473,6 +484,18 @@ mod tests {
         assert_eq!(page.tags, vec!["shown"]);
         let page = crate::block_parser::parse_page_as(text, "n", &Dialect::default());
         assert_eq!(page.tags, vec!["hidden", "shown"]);
+    }
+
+    #[test]
+    fn only_logseq_pages_tags_name_pages() {
+        let tags = vec!["project".to_owned(), "area/home".to_owned()];
+        assert_eq!(Dialect::logseq("{}").tag_pages(&tags), tags.as_slice());
+        for flavor in [Flavor::Markdown, Flavor::Obsidian] {
+            assert!(
+                Dialect::of(flavor).tag_pages(&tags).is_empty(),
+                "{flavor:?}"
+            );
+        }
     }
 
     #[test]

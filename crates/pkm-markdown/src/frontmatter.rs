@@ -247,12 +247,6 @@ impl Builder {
 /// mapping). Plain scalars resolve per the YAML 1.2 core schema; quoted and block scalars stay
 /// strings, as do dates and `.inf`/`.nan` (JSON has no such numbers).
 pub fn parse_yaml(yaml: &str) -> Result<Value, FrontmatterError> {
-    if yaml.len() > MAX_YAML_BYTES {
-        return Err(FrontmatterError::TooLarge {
-            len: yaml.len(),
-            max: MAX_YAML_BYTES,
-        });
-    }
     let mut b = Builder {
         stack: Vec::new(),
         anchors: HashMap::new(),
@@ -260,12 +254,8 @@ pub fn parse_yaml(yaml: &str) -> Result<Value, FrontmatterError> {
         root: None,
         documents: 0,
     };
-    for event in Parser::new_from_str(yaml) {
-        let (event, _span) = event.map_err(|e| FrontmatterError::Syntax {
-            message: e.info().to_owned(),
-            line: e.marker().line(),
-            col: e.marker().col() + 1,
-        })?;
+    for event in events(yaml)? {
+        let (event, _span) = event?;
         match event {
             Event::DocumentStart(_) => {
                 b.documents += 1;
@@ -336,6 +326,197 @@ pub fn parse_yaml(yaml: &str) -> Result<Value, FrontmatterError> {
         None | Some(Value::Null) => Ok(Value::Object(Map::new())),
         Some(v @ Value::Object(_)) => Ok(v),
         Some(_) => Err(FrontmatterError::NotAMapping),
+    }
+}
+
+/// The YAML parser's events over `yaml`, the one way this crate reads YAML: [`parse_yaml`] builds
+/// values from them and [`key_span`] locates a key with them. Longer text than
+/// [`MAX_YAML_BYTES`] is refused before any parsing.
+fn events(
+    yaml: &str,
+) -> Result<
+    impl Iterator<Item = Result<(Event<'_>, saphyr_parser::Span), FrontmatterError>>,
+    FrontmatterError,
+> {
+    if yaml.len() > MAX_YAML_BYTES {
+        return Err(FrontmatterError::TooLarge {
+            len: yaml.len(),
+            max: MAX_YAML_BYTES,
+        });
+    }
+    Ok(Parser::new_from_str(yaml).map(|event| {
+        event.map_err(|e| FrontmatterError::Syntax {
+            message: e.info().to_owned(),
+            line: e.marker().line(),
+            col: e.marker().col() + 1,
+        })
+    }))
+}
+
+/// Where a top-level key of a frontmatter's YAML stands, and its value: byte ranges into the YAML
+/// text (the parser counts characters; these are converted to bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySpan {
+    /// The key as written, its quotes included.
+    pub key: Range<usize>,
+    /// The value as written, from its first byte (`[`, `-` of a block list's first item, a
+    /// quote, a plain scalar's first character) to the end of its last scalar or closing bracket:
+    /// quotes included, a trailing `# comment` and blanks never. A key with no value has an empty
+    /// range at the end of the key.
+    pub value: Range<usize>,
+}
+
+/// Locates the top-level key `name` of `yaml` (a frontmatter's text, a mapping) and its value
+/// with the parser [`parse_yaml`] reads it with. `Ok(None)` when the mapping has no such key (the
+/// first one counts; [`parse_yaml`] refuses duplicates). Errors are [`parse_yaml`]'s for text it
+/// cannot read.
+pub fn key_span(yaml: &str, name: &str) -> Result<Option<KeySpan>, FrontmatterError> {
+    let mut bytes = ByteOffsets::new(yaml);
+    // Collections open around the current event; the root mapping's entries are at depth 1.
+    let mut depth = 0usize;
+    // At depth 1: whether the next node is a key.
+    let mut expect_key = true;
+    // The key, once found, until its value is read.
+    let mut key: Option<Range<usize>> = None;
+    // The value being read (a collection: until it closes).
+    let mut value: Option<Range<usize>> = None;
+    for event in events(yaml)? {
+        let (event, span) = event?;
+        let (Some(start), Some(end)) = (bytes.at(span.start.index()), bytes.at(span.end.index()))
+        else {
+            return Ok(None);
+        };
+        let reach = match &event {
+            Event::Scalar(..) | Event::Alias(_) => Some(exact_end(yaml, start, end)),
+            Event::SequenceEnd | Event::MappingEnd
+                if matches!(yaml.as_bytes().get(start), Some(b']' | b'}')) =>
+            {
+                Some(start + 1)
+            }
+            _ => None,
+        };
+        if let (Some(v), Some(r)) = (value.as_mut(), reach) {
+            v.end = v.end.max(r);
+        }
+        let node = matches!(
+            event,
+            Event::Scalar(..)
+                | Event::Alias(_)
+                | Event::SequenceStart(..)
+                | Event::MappingStart(..)
+        );
+        if depth == 1 && node {
+            match (expect_key, &key) {
+                (true, None) => {
+                    if let Event::Scalar(text, ..) = &event
+                        && text == name
+                    {
+                        key = Some(start..reach.unwrap_or(end));
+                    }
+                }
+                (false, Some(k)) => {
+                    let span = match &event {
+                        // `key:` alone: an empty value where the key ends.
+                        Event::Scalar(t, ScalarStyle::Plain, ..) if t.is_empty() => k.end..k.end,
+                        _ => start..reach.unwrap_or(start),
+                    };
+                    if reach.is_some() {
+                        return Ok(Some(KeySpan {
+                            key: k.clone(),
+                            value: span,
+                        }));
+                    }
+                    value = Some(span);
+                }
+                _ => {}
+            }
+        }
+        match event {
+            Event::SequenceStart(..) | Event::MappingStart(..) => depth += 1,
+            Event::SequenceEnd | Event::MappingEnd => {
+                depth = depth.saturating_sub(1);
+                if depth == 1 {
+                    if let (Some(key), Some(value)) = (key.clone(), value.clone()) {
+                        return Ok(Some(KeySpan { key, value }));
+                    }
+                    expect_key = !expect_key;
+                }
+            }
+            Event::Scalar(..) | Event::Alias(_) if depth == 1 => expect_key = !expect_key,
+            _ => {}
+        }
+    }
+    Ok(None)
+}
+
+/// The end of the scalar the parser placed at `start..end`: for a quoted scalar the byte after
+/// its closing quote (the parser's own end runs on over blanks and a trailing `# comment`),
+/// otherwise `end` without trailing blanks.
+fn exact_end(yaml: &str, start: usize, end: usize) -> usize {
+    match yaml.as_bytes().get(start) {
+        Some(&q @ (b'"' | b'\'')) => closing_quote(yaml, start, q).map_or(end, |c| c + 1),
+        _ => {
+            let s = yaml.get(start..end).unwrap_or_default();
+            start + s.trim_end().len()
+        }
+    }
+}
+
+/// The closing quote (`q`, `"` or `'`) of the quoted scalar opened at byte `open`: `\"` escapes
+/// a double quote, `''` stands for a single one.
+pub(crate) fn closing_quote(text: &str, open: usize, q: u8) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut i = open + 1;
+    loop {
+        let c = *bytes.get(i)?;
+        if q == b'"' && c == b'\\' {
+            i += 2;
+            continue;
+        }
+        if c == q {
+            if q == b'\'' && bytes.get(i + 1) == Some(&b'\'') {
+                i += 2;
+                continue;
+            }
+            return Some(i);
+        }
+        i += 1;
+    }
+}
+
+/// Turns the parser's character indices into byte offsets, walking forward from the last one.
+struct ByteOffsets<'a> {
+    text: &'a str,
+    ascii: bool,
+    chars: usize,
+    bytes: usize,
+}
+
+impl<'a> ByteOffsets<'a> {
+    fn new(text: &'a str) -> ByteOffsets<'a> {
+        ByteOffsets {
+            text,
+            ascii: text.is_ascii(),
+            chars: 0,
+            bytes: 0,
+        }
+    }
+
+    /// The byte offset of character `index` (the text's length for the index just past its end).
+    fn at(&mut self, index: usize) -> Option<usize> {
+        if self.ascii {
+            return (index <= self.text.len()).then_some(index);
+        }
+        if index < self.chars {
+            self.chars = 0;
+            self.bytes = 0;
+        }
+        let rest = self.text.get(self.bytes..)?;
+        let mut ahead = rest.char_indices().map(|(b, _)| b).chain([rest.len()]);
+        let b = ahead.nth(index - self.chars)?;
+        self.chars = index;
+        self.bytes += b;
+        Some(self.bytes)
     }
 }
 
@@ -599,6 +780,47 @@ mod tests {
             parse_yaml(&many),
             Err(FrontmatterError::TooManyNodes { max: MAX_NODES })
         );
+    }
+
+    /// The text `key_span` finds for `name` in `yaml`: (key, value).
+    #[track_caller]
+    fn spans<'a>(yaml: &'a str, name: &str) -> Option<(&'a str, &'a str)> {
+        let s = key_span(yaml, name).unwrap()?;
+        Some((&yaml[s.key], &yaml[s.value]))
+    }
+
+    #[test]
+    fn key_spans_are_bytes_and_stop_before_comments() {
+        // Multi-byte characters before and in the value: offsets are bytes, not characters.
+        let yaml = "title: Ünïcödé # ä\ntags: [é, \"ß\"] # c\nx: 1\n";
+        assert_eq!(spans(yaml, "tags"), Some(("tags", "[é, \"ß\"]")));
+        assert_eq!(spans(yaml, "title"), Some(("title", "Ünïcödé")));
+        // A quoted scalar ends at its closing quote, not after the blanks and comment behind it
+        // (the parser's own span runs on through them).
+        assert_eq!(
+            spans("tags: 'a ''b''' # c\n", "tags"),
+            Some(("tags", "'a ''b'''"))
+        );
+        assert_eq!(
+            spans("\"tags\" : \"x \\\" #y\" # c\n", "tags"),
+            Some(("\"tags\"", "\"x \\\" #y\""))
+        );
+        // A block list runs from its first dash to its last item's closing quote.
+        let yaml = "é: 1\ntags:\n  - \"ä\" # c\n  - 'b #c'   # d\nx: ä\n";
+        assert_eq!(
+            spans(yaml, "tags"),
+            Some(("tags", "- \"ä\" # c\n  - 'b #c'"))
+        );
+        // No value: empty, where the key ends.
+        let s = key_span("tags:\nx: 1\n", "tags").unwrap().unwrap();
+        assert_eq!((s.key, s.value), (0..4, 4..4));
+        // Only top-level keys count.
+        assert_eq!(spans("a:\n  tags: [x]\n", "tags"), None);
+        assert_eq!(
+            spans("a: {tags: 1}\ntags: 2\n", "tags"),
+            Some(("tags", "2"))
+        );
+        assert_eq!(spans("tags: x\n", "tag"), None);
     }
 
     #[test]

@@ -848,33 +848,39 @@ fn find_key(
             "`{key_name}` is written in a form this edit does not handle"
         ))
     };
-    let found = yaml_lines.iter().enumerate().find_map(|(i, l)| {
-        let s = text.get(l.start..l.end)?;
-        let rest = [
-            key_name.to_owned(),
-            format!("\"{key_name}\""),
-            format!("'{key_name}'"),
-        ]
-        .into_iter()
-        .find_map(|k| s.strip_prefix(k.as_str()).map(|r| (k.len(), r)))?;
-        let (klen, after) = rest;
-        let after_colon = after.strip_prefix(':')?;
-        (after_colon.is_empty() || after_colon.starts_with([' ', '\t'])).then_some((
-            i,
-            l,
-            l.start + klen,
-        ))
-    });
-    let Some((idx, line, colon)) = found else {
+    // The key and its value are located by the YAML parser itself (`frontmatter::key_span`); a
+    // top-level key written anywhere but at the start of its line (a flow mapping) is refused.
+    let base = span.yaml.start;
+    let yaml = Span::from(span.yaml.clone()).of(text)?;
+    let Some(at) = frontmatter::key_span(yaml, key_name)? else {
         return Err(unsupported());
     };
-    let value_start = colon + 1;
-    let raw = Span::new(value_start, line.end).of(text)?;
-    let lead = raw.len() - raw.trim_start_matches([' ', '\t']).len();
-    let v_start = value_start + lead;
-    let first = text.as_bytes().get(v_start).copied();
+    let key = Span::new(base + at.key.start, base + at.key.end);
+    let value = Span::new(base + at.value.start, base + at.value.end);
+    let Some((idx, line)) = yaml_lines
+        .iter()
+        .enumerate()
+        .find(|(_, l)| l.start == key.start)
+    else {
+        return Err(unsupported());
+    };
+    let blanks = Span::new(key.end, line.end).of(text)?;
+    let colon = key.end + (blanks.len() - blanks.trim_start_matches([' ', '\t']).len());
+    if text.as_bytes().get(colon) != Some(&b':') {
+        return Err(unsupported());
+    }
+    let v_start = value.start;
+    // A value that is not on the key's line is a block list below it (or nothing). On the line,
+    // only blanks may stand between the `:` and the value (not an anchor or a tag).
+    let first = if value.start == value.end || value.start >= line.end {
+        None
+    } else if !Span::new(colon + 1, v_start).of(text)?.trim().is_empty() {
+        return Err(unsupported());
+    } else {
+        text.as_bytes().get(v_start).copied()
+    };
     let shape = match first {
-        None | Some(b'#' | b'\n' | b'\r') => {
+        None => {
             let rest = yaml_lines.get(idx + 1..).unwrap_or(&[]);
             block_items(text, rest)?.map_or(Shape::Empty, |(items, indent)| Shape::Block {
                 items,
@@ -885,25 +891,23 @@ fn find_key(
             Shape::Flow(flow_items(text, v_start, span.yaml.end)?.ok_or_else(unsupported)?)
         }
         Some(b'{' | b'|' | b'>' | b'&' | b'*' | b'!' | b'-' | b'?') => return Err(unsupported()),
+        // A scalar: the parser's span is exact, quotes included, a comment never.
         Some(q @ (b'"' | b'\'')) => {
-            let close = closing_quote(text, v_start, line.end, q).ok_or_else(unsupported)?;
-            let inner = Span::new(v_start + 1, close);
+            if value.end < value.start + 2 || text.as_bytes().get(value.end - 1) != Some(&q) {
+                return Err(unsupported());
+            }
+            let inner = Span::new(value.start + 1, value.end - 1);
             Shape::Scalar {
-                whole: Span::new(v_start, close + 1),
+                whole: value,
                 items: split_scalar(text, inner)?,
                 inner,
             }
         }
-        Some(_) => {
-            let end = comment_start(text, v_start, line.end);
-            let end = v_start + Span::new(v_start, end).of(text)?.trim_end().len();
-            let whole = Span::new(v_start, end);
-            Shape::Scalar {
-                whole,
-                inner: whole,
-                items: split_scalar(text, whole)?,
-            }
-        }
+        Some(_) => Shape::Scalar {
+            whole: value,
+            inner: value,
+            items: split_scalar(text, value)?,
+        },
     };
     // What the edit would see must be what the YAML parser saw: a value continued on the next
     // line (`tags:\n  a`), a tab-indented item or an escape this reader does not decode would
@@ -970,7 +974,20 @@ fn block_items(
             None => break,
         }
         let v_start = l.start + ind.len() + 1;
-        let end = comment_start(text, v_start, l.end);
+        // A quoted item ends at its closing quote (a `#` inside the quotes is no comment).
+        let lead = t.len()
+            - t.get(1..)
+                .unwrap_or_default()
+                .trim_start_matches([' ', '\t'])
+                .len();
+        let end = match text.as_bytes().get(l.start + ind.len() + lead) {
+            Some(&q @ (b'"' | b'\'')) => {
+                frontmatter::closing_quote(text, l.start + ind.len() + lead, q)
+                    .filter(|&c| c < l.end)
+                    .map_or(l.end, |c| c + 1)
+            }
+            _ => comment_start(text, v_start, l.end),
+        };
         let raw = Span::new(v_start, end).of(text)?;
         let value = unquote(raw.trim());
         let lead = raw.len() - raw.trim_start().len();
@@ -1014,7 +1031,8 @@ fn flow_items(text: &str, open: usize, limit: usize) -> Result<Option<Flow>, Tag
                 if item_start
                     .is_none_or(|s| text.get(s..i).is_some_and(|t| t.trim().is_empty())) =>
             {
-                let Some(close) = closing_quote(text, i, limit, *q) else {
+                let Some(close) = frontmatter::closing_quote(text, i, *q).filter(|&c| c < limit)
+                else {
                     return Ok(None);
                 };
                 item_start.get_or_insert(i);
@@ -1045,28 +1063,6 @@ fn flow_items(text: &str, open: usize, limit: usize) -> Result<Option<Flow>, Tag
         i += 1;
     }
     Ok(None)
-}
-
-/// The closing quote of a quoted scalar opened at `open`, on the same stretch of text.
-fn closing_quote(text: &str, open: usize, limit: usize, q: u8) -> Option<usize> {
-    let bytes = text.as_bytes();
-    let mut i = open + 1;
-    while i < limit {
-        let c = *bytes.get(i)?;
-        if q == b'"' && c == b'\\' {
-            i += 2;
-            continue;
-        }
-        if c == q {
-            if q == b'\'' && bytes.get(i + 1) == Some(&b'\'') {
-                i += 2;
-                continue;
-            }
-            return Some(i);
-        }
-        i += 1;
-    }
-    None
 }
 
 /// Where a ` #` comment starts on a plain-scalar line (or `end`).

@@ -593,3 +593,31 @@ fn a_byte_order_mark_does_not_hide_a_logseq_pages_properties() {
         1,
     );
 }
+
+#[test]
+fn frontmatter_keys_are_found_by_bytes_past_comments_and_quotes() {
+    // Multi-byte text before the key: the edit lands at the right byte.
+    added(
+        "---\ntitle: Ünïcödé ä\ntags: [é]\n---\nx\n",
+        "b",
+        "---\ntitle: Ünïcödé ä\ntags: [é, b]\n---\nx\n",
+    );
+    // A quoted scalar followed by a comment: the comment is kept, after the new list.
+    added(
+        "---\ntags: \"ä\" # note\n---\n",
+        "b",
+        "---\ntags: [ä, b] # note\n---\n",
+    );
+    // A quoted block-list item holding a `#`, with a comment behind it.
+    removed(
+        "---\ntags:\n  - \"a #b\" # c\n  - d\n---\n",
+        "d",
+        "---\ntags:\n  - \"a #b\" # c\n---\n",
+        1,
+    );
+    added(
+        "---\ntags:\n  - 'ö #b' # c\n---\n",
+        "e",
+        "---\ntags:\n  - 'ö #b' # c\n  - e\n---\n",
+    );
+}
