@@ -282,17 +282,25 @@ def unique_word(rng, tag):
     return "qx" + tag + "".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(10))
 
 
-def search_holding(c, word, limit=10):
-    """How many of kb_search's first `limit` results for word hold it, or None while the vault is
-    locked (a rescan holds it). Notes close in meaning that do not hold the word may follow those
-    that do (ADR-0015), so kb_search's total is not the count of notes holding it."""
-    try:
-        results = c.call_json("kb_search", {"query": word, "limit": limit})["results"]
-    except RpcError as e:
-        if e.code == VAULT_LOCKED:
-            return None
-        raise
-    return sum(1 for r in results if word.lower() in r["content"].lower())
+def search_holding(c, word, want=1, pages=3):
+    """How many kb_search results for word hold it, read page by page (pages of `want`, at least
+    10, at most 1,000) until `want` are found, the results end, or `pages` pages were read; None
+    while the vault is locked (a rescan holds it). Notes close in meaning that do not hold the word
+    may rank among those that do (ADR-0015), so kb_search's total is not the count of notes
+    holding it, and the notes holding it need not all be on the first page."""
+    limit = max(10, min(1000, want))
+    held = 0
+    for page in range(pages):
+        try:
+            out = c.call_json("kb_search", {"query": word, "limit": limit, "offset": page * limit})
+        except RpcError as e:
+            if e.code == VAULT_LOCKED:
+                return None
+            raise
+        held += sum(1 for r in out["results"] if word.lower() in r["content"].lower())
+        if held >= want or out.get("next_offset") is None:
+            break
+    return held
 
 
 def index_fresh(c):
