@@ -82,16 +82,6 @@ fn the_architecture_map_names_files_that_exist_and_misses_none() {
 /// names an operation as `{save_page}`, and `errors.rs` words it; comments may name tools).
 #[test]
 fn no_crate_below_the_server_names_a_tool_in_its_strings() {
-    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut files = Vec::new();
     for src in [
@@ -101,7 +91,7 @@ fn no_crate_below_the_server_names_a_tool_in_its_strings() {
         "crates/pkm-index/src",
         "src-tauri/src",
     ] {
-        walk(&root.join(src), &mut files);
+        rust_files(&root.join(src), &mut files);
     }
     let tools: Vec<&str> = pkm_mcp::tools::TOOLS.iter().map(|t| t.name).collect();
     for file in files {
@@ -285,18 +275,8 @@ fn no_file_uses_a_file_that_uses_it_back() {
 /// The sets of files of one crate (module paths, `a/b` for `src/a/b.rs`) that use each other,
 /// each sorted, found from their `crate::` and `super::` paths outside `#[cfg(test)]` modules.
 fn circles(src: &Path) -> Vec<Vec<String>> {
-    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
     let mut files = Vec::new();
-    walk(src, &mut files);
+    rust_files(src, &mut files);
     let module = |path: &Path| -> Vec<String> {
         let rel = path.strip_prefix(src).unwrap().with_extension("");
         let mut segs: Vec<String> = rel
@@ -426,4 +406,16 @@ fn paths(code: &str) -> Vec<Vec<String>> {
         }
     }
     out
+}
+
+/// Every `.rs` file below `dir`, into `out`.
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
 }
