@@ -1,20 +1,22 @@
 //! Markdown: parsing never panics, every block range and link position falls on a character
 //! boundary of the input, and the outliner form is stable: `parse(serialize(parse(x)))` has the
-//! same page model as `parse(x)`, byte ranges and source kinds aside (the outliner form writes
-//! every block as a bullet), for every page the outliner form can carry (see `representable`).
+//! same page model as `parse(x)`, byte positions and source kinds aside (the outliner form writes
+//! every block as a bullet and indents it), for every page the outliner form can carry (see
+//! `representable`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use pkm_markdown::block_parser::{Block, BlockKind, ParsedPage, parse_page};
 use pkm_markdown::serialize::serialize;
 
-/// The page model without the byte ranges.
+/// The page model without byte positions (blocks' ranges, properties' spans).
 fn model(page: &ParsedPage) -> ParsedPage {
     fn strip(blocks: &[Block]) -> Vec<Block> {
         blocks
             .iter()
             .map(|b| Block {
                 range: 0..0,
+                property_spans: Vec::new(),
                 kind: BlockKind::default(),
                 children: strip(&b.children),
                 ..b.clone()
@@ -49,6 +51,8 @@ fn representable(blocks: &[Block]) -> bool {
     })
 }
 
+/// Every block's range and every property's span lies on character boundaries of `text`, and a
+/// property's span holds its key and value.
 fn check_ranges(text: &str, blocks: &[Block]) {
     for b in blocks {
         assert!(
@@ -58,6 +62,13 @@ fn check_ranges(text: &str, blocks: &[Block]) {
             "range {:?} in {text:?}",
             b.range
         );
+        for (span, (key, value)) in b.property_spans.iter().zip(&b.properties) {
+            assert!(
+                text.get(span.key.clone()) == Some(key.as_str())
+                    && text.get(span.value.clone()) == Some(value.as_str()),
+                "property {key:?}:: {value:?} at {span:?} in {text:?}"
+            );
+        }
         check_ranges(text, &b.children);
     }
 }

@@ -79,7 +79,7 @@ pub struct App {
     /// The resolved link graph, for the resolver generation and store write count it was built at.
     link_graph: Mutex<Option<(GraphKey, Arc<LinkGraph>)>>,
     pub(crate) config: AppConfig,
-    /// Test seam (feature `test-support`): fails chosen steps of a save (see `write::Step`).
+    /// Test seam (feature `test-support`): fails chosen steps of a save (see `write_path::Step`).
     #[cfg(feature = "test-support")]
     pub(crate) faults: RwLock<Option<crate::faults::FaultInjector>>,
 }

@@ -19,7 +19,7 @@ mod read_failure;
 mod resolver;
 pub mod scan;
 pub mod watcher;
-pub mod write;
+pub mod write_path;
 mod writer;
 
 pub use app::{App, AppConfig};

@@ -93,7 +93,7 @@ fn list_files(app: &App) -> (Vec<FileFacts>, Vec<(String, String)>) {
                 .file_name()
                 .map(|n| n.to_string_lossy())
                 .unwrap_or_default();
-            if e.facts.kind == Kind::File && crate::write::is_temp_name(&name) {
+            if e.facts.kind == Kind::File && crate::write_path::is_temp_name(&name) {
                 if let Err(err) = app.root.remove_file(&crate::beneath::shown(&e.rel)) {
                     tracing::warn!(error = %err, "cannot remove a stale temp file");
                 }

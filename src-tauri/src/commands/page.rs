@@ -8,7 +8,7 @@ use crate::app::App;
 use crate::convert::{Prepared, prepare};
 use crate::dto::{self, Empty, LinkDto, NoteDocument, PageList, PageSummary, TagOperationResult};
 use crate::read_failure::ReadFailure;
-use crate::write::{Edit, Outcome, escapes, not_regular};
+use crate::write_path::{Edit, Outcome, escapes, not_regular};
 
 fn document(path: &VaultPath, text: String, p: &Prepared, ids: &[Option<String>]) -> NoteDocument {
     NoteDocument {
@@ -180,7 +180,10 @@ fn tag_of(tag: &str) -> KbResult<String> {
     Ok(t)
 }
 
-fn existing_text<'a>(current: &'a crate::write::Current, path: &VaultPath) -> KbResult<&'a str> {
+fn existing_text<'a>(
+    current: &'a crate::write_path::Current,
+    path: &VaultPath,
+) -> KbResult<&'a str> {
     if current.bytes.is_none() {
         return Err(KbError::not_found(path.as_str()));
     }

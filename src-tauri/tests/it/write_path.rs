@@ -12,7 +12,7 @@ use std::time::Duration;
 use pkm_core::{ErrorKind, Vault, VaultPath};
 use stratum_app::commands::{page, search};
 use stratum_app::scan::{self, ScanMode};
-use stratum_app::write::Step;
+use stratum_app::write_path::Step;
 use stratum_app::{App, AppConfig, SaveHooks};
 
 fn open(root: &Path, config: AppConfig) -> Arc<App> {

@@ -2,7 +2,7 @@
 //! temp copy of the example vault: `stratum-mcp` command lines (however the docs spell the binary),
 //! the `command` + `args` of each client configuration snippet, and the server command inside
 //! `claude mcp add`. Stdio servers must answer `kb_search`, HTTP servers `/health`, the others
-//! exit 0. `cargo` commands must be ones `.ci/run` runs verbatim. The only commands not run are
+//! exit 0. `cargo` and `bash` (script) commands must be ones `.ci/run` runs verbatim. The only commands not run are
 //! `docker` ones (no Docker daemon in the test environment); the test pins that list, so a new
 //! command that nothing runs fails it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers fail loudly by design
@@ -229,7 +229,7 @@ fn every_command_in_the_readme_and_guides_works() {
         if let Some(rest) = line.strip_prefix("cargo run --release -p pkm-mcp -- ") {
             let args: Vec<String> = rest.split_whitespace().map(str::to_owned).collect();
             run_server_command(&what, &args, &vault);
-        } else if first == "cargo" {
+        } else if first == "cargo" || first == "bash" {
             assert!(
                 ci.contains(line.as_str()),
                 "{what}: .ci/run does not run it"
