@@ -5,12 +5,15 @@
 
 pub mod block_parser;
 pub mod dialect;
+mod edit;
 pub mod error;
 pub mod frontmatter;
 mod inline_tags;
 mod lines;
 pub mod linker;
 mod outline;
+mod page_props;
+pub mod properties;
 mod regions;
 pub mod serialize;
 pub mod tags;
