@@ -180,7 +180,10 @@ fn tag_of(tag: &str) -> KbResult<String> {
     Ok(t)
 }
 
-fn existing_text<'a>(current: &'a crate::write::Current, path: &VaultPath) -> KbResult<&'a str> {
+pub(crate) fn existing_text<'a>(
+    current: &'a crate::write::Current,
+    path: &VaultPath,
+) -> KbResult<&'a str> {
     if current.bytes.is_none() {
         return Err(KbError::not_found(path.as_str()));
     }
