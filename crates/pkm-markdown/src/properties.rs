@@ -140,12 +140,16 @@ fn check_names(set: &[(String, Value)], remove: &[String]) -> Result<(), Markdow
 }
 
 /// The note's form: frontmatter if it has one, else Logseq page properties if its first block
-/// has them, else the dialect's.
+/// has them (outside Logseq only as lines opening the page: a first list item's `key:: value`
+/// there is a field of that item, Dataview's way), else the dialect's.
 fn form_of(text: &str, dialect: &Dialect) -> Result<PropertyForm, MarkdownError> {
     if frontmatter::locate(text).is_some() {
         return Ok(PropertyForm::Frontmatter);
     }
-    if page_props(text, frontmatter::bom_len(text), "")?.is_some() {
+    let logseq = !dialect.properties_in_frontmatter();
+    if page_props(text, frontmatter::bom_len(text), "")?
+        .is_some_and(|p| logseq || p.first_of_paragraph.is_some())
+    {
         return Ok(PropertyForm::Logseq);
     }
     Ok(match dialect.properties_in_frontmatter() {

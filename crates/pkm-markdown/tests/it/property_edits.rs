@@ -155,11 +155,19 @@ fn logseq_properties_are_edited_in_place() {
         "tags:: c\nstatus:: x\n\n- block\n",
     );
     edited(
-        &markdown(),
+        &logseq(),
         "- type:: book\n  author:: A\n  - child\n",
         json!({"Author": "B"}),
         &["type"],
         "- author:: B\n  - child\n",
+    );
+    // Outside Logseq a first list item's fields are the item's (Dataview), not the page's.
+    edited(
+        &markdown(),
+        "- due:: today\n",
+        json!({"status": "x"}),
+        &[],
+        "---\nstatus: x\n---\n- due:: today\n",
     );
     let out = set_properties(text, &logseq(), &pairs(json!({"status": "x"})), &[]).unwrap();
     assert_eq!(out.form, PropertyForm::Logseq);
