@@ -141,6 +141,8 @@ rows = [
     ("kb_get_page p50 / p95 / p99, ms", lambda r: lat(r, "get_page")),
     ("kb_backlinks p50 / p95 / p99, ms", lambda r: lat(r, "backlinks")),
     ("kb_graph (path, depth 2) p50 / p95 / p99, ms", lambda r: lat(r, "graph")),
+    ("kb_recent_changes (20 newest) p50 / p95 / p99, ms", lambda r: lat(r, "recent_changes")),
+    ("kb_list_tags (100 most used) p50 / p95 / p99, ms", lambda r: lat(r, "list_tags")),
     ("kb_write_page p50 / p95, ms", lambda r: f"{r['write']['p50']:.1f} / {r['write']['p95']:.1f}"),
     ("Peak RSS (VmHWM), MB", lambda r: f"{r['peak_rss_mb']:.0f}"),
     ("RSS at the end: anonymous / mapped index files, MB", lambda r: f"{r['rss_anon_mb']:.0f} / {r['rss_file_mb']:.0f}"),
