@@ -22,7 +22,7 @@ use crate::resolver::{LinkGraph, Resolver};
 use crate::writer::Writer;
 
 /// Each tag's lowercased key, its most common spelling and its number of notes: most used
-/// first, ties by key (`kb_list_tags`, `commands/tags.rs`).
+/// first, ties by key (`commands/tags.rs`).
 pub(crate) type TagCounts = Vec<(String, String, u64)>;
 
 /// Tunables of one `App`.

@@ -44,7 +44,7 @@ pub enum MarkdownError {
     /// The frontmatter `tags` value has a shape this crate does not edit in place.
     #[error("cannot edit frontmatter tags: {0}")]
     UnsupportedTags(String),
-    /// A property key or value `kb_set_properties`-style edits cannot write: a key or value
+    /// A property key or value the property editor cannot write: a key or value
     /// with control characters, a nested value, a key named twice, a Logseq value on two lines.
     #[error("invalid property: {0}")]
     InvalidProperty(String),

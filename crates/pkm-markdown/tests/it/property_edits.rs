@@ -90,6 +90,19 @@ fn strings_that_would_read_as_something_else_are_quoted() {
 }
 
 #[test]
+fn multi_line_values_are_replaced_and_removed_whole() {
+    let text = "---\nabout: |\n  two\n  lines\nplain: one\n  two\nnext: 1\n---\n";
+    edited(
+        &markdown(),
+        text,
+        json!({"about": "short", "plain": [] }),
+        &[],
+        "---\nabout: short\nplain: []\nnext: 1\n---\n",
+    );
+    edited(&markdown(), text, json!({}), &["about", "plain"], "---\nnext: 1\n---\n");
+}
+
+#[test]
 fn null_is_the_key_with_an_empty_value() {
     edited(
         &markdown(),
