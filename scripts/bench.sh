@@ -202,10 +202,12 @@ targets = [
     ("Burst of 1,000 external changes → fresh ≤ 3 s", 12, 10000, lambda r: r["burst"]["fresh_s"], lambda v: v <= 3, "{:.2f} s"),
     ("Follower kb_search p95 ≤ 2× the leader's", 12, 10000, lambda r: r["follower_p95_ratio"], lambda v: v <= 2, "{:.2f}×"),
     ("HTTP at 32 clients with limits in Redis ≥ 80 % of in memory", 17, 10000, lambda r: r["http_limits_32"]["redis"] / r["http_limits_32"]["memory"], lambda v: v >= 0.8, "{:.0%}"),
+    ("kb_recent_changes p95 ≤ 10 ms", 31, 10000, lambda r: r["recent_changes"]["p95"], lambda v: v <= 10, "{:.2f} ms"),
+    ("kb_list_tags p95 ≤ 10 ms", 31, 10000, lambda r: r["list_tags"]["p95"], lambda v: v <= 10, "{:.2f} ms"),
 ]
 lines += [
     "",
-    "## Targets (issues #8, #12, #14 and #17, 2 cores)",
+    "## Targets (issues #8, #12, #14, #17 and #31, 2 cores)",
     "",
     "| Target | Issue | Where | Status in this run |",
     "|---|---|---|---|",
