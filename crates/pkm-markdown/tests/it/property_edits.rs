@@ -99,7 +99,13 @@ fn multi_line_values_are_replaced_and_removed_whole() {
         &[],
         "---\nabout: short\nplain: []\nnext: 1\n---\n",
     );
-    edited(&markdown(), text, json!({}), &["about", "plain"], "---\nnext: 1\n---\n");
+    edited(
+        &markdown(),
+        text,
+        json!({}),
+        &["about", "plain"],
+        "---\nnext: 1\n---\n",
+    );
 }
 
 #[test]

@@ -210,7 +210,8 @@ pub static TOOLS: &[Tool] = &[
         "Set or remove a note's properties (status, due, tags, aliases, title...) in the note's own form: YAML frontmatter or Logseq key:: value lines. Only the named keys change; every other byte is kept. Answers each key's value before and after; dry_run writes nothing. Optional expected_modified guard.",
         Scope::Write,
         schema!("kb_set_properties"),
-        (false, false, true),
+        // Destructive: a set replaces a value and a remove deletes one.
+        (false, true, true),
         handlers::set_properties,
     ),
     tool(
