@@ -141,6 +141,8 @@ rows = [
     ("kb_get_page p50 / p95 / p99, ms", lambda r: lat(r, "get_page")),
     ("kb_backlinks p50 / p95 / p99, ms", lambda r: lat(r, "backlinks")),
     ("kb_graph (path, depth 2) p50 / p95 / p99, ms", lambda r: lat(r, "graph")),
+    ("kb_recent_changes (20 newest) p50 / p95 / p99, ms", lambda r: lat(r, "recent_changes")),
+    ("kb_list_tags (100 most used) p50 / p95 / p99, ms", lambda r: lat(r, "list_tags")),
     ("kb_write_page p50 / p95, ms", lambda r: f"{r['write']['p50']:.1f} / {r['write']['p95']:.1f}"),
     ("Peak RSS (VmHWM), MB", lambda r: f"{r['peak_rss_mb']:.0f}"),
     ("RSS at the end: anonymous / mapped index files, MB", lambda r: f"{r['rss_anon_mb']:.0f} / {r['rss_file_mb']:.0f}"),
@@ -200,10 +202,12 @@ targets = [
     ("Burst of 1,000 external changes → fresh ≤ 3 s", 12, 10000, lambda r: r["burst"]["fresh_s"], lambda v: v <= 3, "{:.2f} s"),
     ("Follower kb_search p95 ≤ 2× the leader's", 12, 10000, lambda r: r["follower_p95_ratio"], lambda v: v <= 2, "{:.2f}×"),
     ("HTTP at 32 clients with limits in Redis ≥ 80 % of in memory", 17, 10000, lambda r: r["http_limits_32"]["redis"] / r["http_limits_32"]["memory"], lambda v: v >= 0.8, "{:.0%}"),
+    ("kb_recent_changes p95 ≤ 10 ms", 31, 10000, lambda r: r["recent_changes"]["p95"], lambda v: v <= 10, "{:.2f} ms"),
+    ("kb_list_tags p95 ≤ 10 ms", 31, 10000, lambda r: r["list_tags"]["p95"], lambda v: v <= 10, "{:.2f} ms"),
 ]
 lines += [
     "",
-    "## Targets (issues #8, #12, #14 and #17, 2 cores)",
+    "## Targets (issues #8, #12, #14, #17 and #31, 2 cores)",
     "",
     "| Target | Issue | Where | Status in this run |",
     "|---|---|---|---|",

@@ -1,13 +1,16 @@
 //! Frontmatter and tag edits: hostile YAML is refused, never a hang or a crash (libFuzzer's
 //! timeout and RSS limit catch both); adding a tag keeps every other frontmatter key and every
 //! body byte (a Logseq page's `tags::` line gets it without any other change); removing it leaves
-//! no occurrence behind.
+//! no occurrence behind; setting a property the note lacks and removing it again gives back the
+//! note (or the edit is refused).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use pkm_markdown::block_parser::parse_page;
 use pkm_markdown::frontmatter::{self, locate};
+use pkm_markdown::properties::set_properties;
 use pkm_markdown::tags::{add_tag, extract_inline_tags, remove_tag};
+use pkm_markdown::{Dialect, Flavor};
 use serde_json::Value;
 
 const TAG: &str = "fuzz-tag";
@@ -86,5 +89,20 @@ fuzz_target!(|data: &[u8]| {
             "{text:?} -> {out:?}"
         );
         assert!(!frontmatter_tags(&out).iter().any(|t| t == TAG), "{text:?} -> {out:?}");
+    }
+
+    for flavor in [Flavor::Obsidian, Flavor::Logseq] {
+        let dialect = Dialect::of(flavor);
+        let key = "fuzz-key".to_owned();
+        let set = [(key.clone(), Value::String("a: b".to_owned()))];
+        let Ok(edit) = set_properties(text, &dialect, &set, &[]) else {
+            continue;
+        };
+        // An empty frontmatter goes with the last key removed from it (documented).
+        let blank = locate(text).is_some_and(|s| text.get(s.yaml).unwrap_or_default().trim().is_empty());
+        if edit.changes.first().is_some_and(|c| c.before.is_none()) && !blank {
+            let back = set_properties(&edit.text, &dialect, &[], std::slice::from_ref(&key));
+            assert_eq!(back.map(|b| b.text).as_deref(), Ok(text), "{text:?} -> {:?}", edit.text);
+        }
     }
 });

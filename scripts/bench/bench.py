@@ -239,6 +239,12 @@ def bench_stdio(a, res, paths, queries):
             lat = [timed(lambda p=p: c.call(*args(p))) for p in sample]
             res[tool] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99)}
             log(f"{tool} p50 {res[tool]['p50']} ms")
+        # Extensions (ADR-0017): whole-vault listings; an older baseline binary has neither tool.
+        if not a.baseline:
+            for tool, name in (("recent_changes", "kb_recent_changes"), ("list_tags", "kb_list_tags")):
+                lat = [timed(lambda name=name: c.call(name, {})) for _ in range(n)]
+                res[tool] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99)}
+                log(f"{tool} p50 {res[tool]['p50']} ms")
 
         nw = 20 if a.quick else 100
         body = "---\ntitle: Bench\ntags: [bench]\n---\n# Bench\n\n- TODO write benchmark note [[%s]]\n" % paths[0][:-3]

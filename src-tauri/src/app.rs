@@ -21,6 +21,10 @@ use crate::pending::{Pending, same_fingerprint};
 use crate::resolver::{LinkGraph, Resolver};
 use crate::writer::Writer;
 
+/// Each tag's lowercased key, its most common spelling and its number of notes: most used
+/// first, ties by key (`commands/tags.rs`).
+pub(crate) type TagCounts = Vec<(String, String, u64)>;
+
 /// Tunables of one `App`.
 #[derive(Debug, Clone)]
 pub struct AppConfig {
@@ -78,6 +82,9 @@ pub struct App {
     resolver: Mutex<Option<(u64, Arc<Resolver>)>>,
     /// The resolved link graph, for the resolver generation and store write count it was built at.
     link_graph: Mutex<Option<(GraphKey, Arc<LinkGraph>)>>,
+    /// The vault's tags, most used first, for the store write count they were counted at
+    /// (`commands/tags.rs`).
+    pub(crate) tag_counts: Mutex<Option<(u64, Arc<TagCounts>)>>,
     pub(crate) config: AppConfig,
     /// Test seam (feature `test-support`): fails chosen steps of a save (see `write_path::Step`).
     #[cfg(feature = "test-support")]
@@ -176,6 +183,7 @@ impl App {
             generation: AtomicU64::new(0),
             resolver: Mutex::new(None),
             link_graph: Mutex::new(None),
+            tag_counts: Mutex::new(None),
             config,
             #[cfg(feature = "test-support")]
             faults: RwLock::new(None),

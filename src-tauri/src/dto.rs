@@ -150,6 +150,58 @@ pub struct TagOperationResult {
     pub applied: usize,
 }
 
+/// One key a `kb_set_properties` call named: its value before and after (absent: `None`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PropertyChangeDto {
+    pub key: String,
+    pub before: Option<serde_json::Value>,
+    pub after: Option<serde_json::Value>,
+}
+
+/// `kb_set_properties`: what changed, in which form, and the note's `modified_at` afterwards.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PropertiesResult {
+    pub path: String,
+    /// `frontmatter` or `logseq`.
+    pub form: &'static str,
+    /// Whether the note's text changed (or, with `dry_run`, would change).
+    pub changed: bool,
+    pub dry_run: bool,
+    pub modified_at: String,
+    pub changes: Vec<PropertyChangeDto>,
+}
+
+/// A note in `kb_recent_changes`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RecentChange {
+    pub path: String,
+    pub title: String,
+    pub modified_at: String,
+}
+
+/// `kb_recent_changes`: newest first.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RecentChanges {
+    pub changes: Vec<RecentChange>,
+    pub total: usize,
+    pub next_offset: Option<usize>,
+}
+
+/// A tag in `kb_list_tags`, with the number of notes using it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TagCount {
+    pub tag: String,
+    pub count: u64,
+}
+
+/// `kb_list_tags`: most used first.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TagList {
+    pub tags: Vec<TagCount>,
+    pub total: usize,
+    pub next_offset: Option<usize>,
+}
+
 /// Contract §4.8.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct IndexStatus {

@@ -18,6 +18,6 @@ mod store;
 mod write;
 
 pub use error::StoreError;
-pub use model::{NewBlock, NewLink, PageRecord, PageRow, StoredBlock, StoredLink};
+pub use model::{NewBlock, NewLink, PageChange, PageRecord, PageRow, StoredBlock, StoredLink};
 pub use schema::SCHEMA_VERSION;
 pub use store::{BlockStore, StoreWriter};

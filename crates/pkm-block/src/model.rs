@@ -98,3 +98,11 @@ pub struct StoredLink {
     pub position: usize,
     pub embed: bool,
 }
+
+/// A note as a list of recent changes shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageChange {
+    pub path: String,
+    pub title: String,
+    pub modified_at: String,
+}

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::error::StoreError;
-use crate::model::{PageRow, StoredBlock, StoredLink};
+use crate::model::{PageChange, PageRow, StoredBlock, StoredLink};
 
 /// The columns of a [`PageRow`], aliases and tags folded into JSON arrays so that a page is one row.
 macro_rules! page_select {
@@ -252,6 +252,35 @@ pub(crate) fn list_pages(
         }
     };
     Ok(rows)
+}
+
+/// Notes modified after `after_ns`, newest first (ties by path), `limit` from `offset`, and how
+/// many there are.
+pub(crate) fn changed_since(
+    c: &Connection,
+    after_ns: i64,
+    limit: usize,
+    offset: usize,
+) -> Result<(Vec<PageChange>, u64), StoreError> {
+    let mut st = c.prepare_cached(
+        "SELECT path, title, modified_at FROM pages WHERE mtime_ns > ?1
+         ORDER BY mtime_ns DESC, path LIMIT ?2 OFFSET ?3",
+    )?;
+    let rows = st.query_map(
+        params![after_ns, sql_limit(limit), sql_limit(offset)],
+        |r| {
+            Ok(PageChange {
+                path: r.get(0)?,
+                title: r.get(1)?,
+                modified_at: r.get(2)?,
+            })
+        },
+    )?;
+    let rows = rows.collect::<Result<_, _>>()?;
+    let mut count = c.prepare_cached("SELECT COUNT(*) FROM pages WHERE mtime_ns > ?1")?;
+    let n: i64 = count.query_row([after_ns], |r| r.get(0))?;
+    let total = u64::try_from(n).map_err(|_| StoreError::Corrupt(format!("negative count {n}")))?;
+    Ok((rows, total))
 }
 
 pub(crate) fn fingerprints(

@@ -7,7 +7,7 @@ use crate::error::StoreError;
 
 /// Migration `n` (1-based) takes the schema from version `n - 1` to `n`. Append only: a released
 /// migration is never edited.
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -123,6 +123,12 @@ DROP INDEX pages_slug_key;
 DROP INDEX pages_stem_key;
 DROP INDEX pages_title_key;
 DROP INDEX page_aliases_key;
+";
+
+// The notes changed since a time, newest first (`kb_recent_changes`), read without sorting
+// every page.
+const V4: &str = "
+CREATE INDEX pages_mtime ON pages(mtime_ns);
 ";
 
 /// Brings the schema up to [`SCHEMA_VERSION`], each migration in its own transaction together

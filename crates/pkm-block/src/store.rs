@@ -13,7 +13,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::error::StoreError;
-use crate::model::{NewBlock, PageRecord, PageRow, StoredBlock, StoredLink};
+use crate::model::{NewBlock, PageChange, PageRecord, PageRow, StoredBlock, StoredLink};
 use crate::{read, schema, write};
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -283,6 +283,17 @@ impl BlockStore {
     /// pages carrying each, sorted by lowercased tag.
     pub fn all_tags(&self) -> Result<Vec<(String, u64)>, StoreError> {
         self.read(read::all_tags)
+    }
+
+    /// Notes modified after `after_ns` (nanoseconds since the epoch), newest first, `limit`
+    /// from `offset`, with how many there are in all.
+    pub fn changed_since(
+        &self,
+        after_ns: i64,
+        limit: usize,
+        offset: usize,
+    ) -> Result<(Vec<PageChange>, u64), StoreError> {
+        self.read(|c| read::changed_since(c, after_ns, limit, offset))
     }
 
     pub fn get_meta(&self, key: &str) -> Result<Option<String>, StoreError> {

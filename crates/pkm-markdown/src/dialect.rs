@@ -147,6 +147,12 @@ impl Dialect {
         self.flavor == Flavor::Logseq
     }
 
+    /// Whether a note that keeps no properties yet gets them as YAML frontmatter (every app but
+    /// Logseq) rather than as `key:: value` lines opening the page (Logseq).
+    pub fn properties_in_frontmatter(&self) -> bool {
+        self.flavor != Flavor::Logseq
+    }
+
     /// Whether a `#tag` is a reference to the page of that name (Logseq), shown in its backlinks.
     pub fn tags_are_links(&self) -> bool {
         self.flavor == Flavor::Logseq

@@ -3,7 +3,7 @@
 
 use pkm_core::{ErrorKind, KbError};
 
-/// Why frontmatter was refused or a tag edit could not be made.
+/// Why frontmatter was refused or a tag or property edit could not be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MarkdownError {
     /// The YAML text is longer than the parser accepts.
@@ -44,6 +44,13 @@ pub enum MarkdownError {
     /// The frontmatter `tags` value has a shape this crate does not edit in place.
     #[error("cannot edit frontmatter tags: {0}")]
     UnsupportedTags(String),
+    /// A property key or value the property editor cannot write: a key or value
+    /// with control characters, a nested value, a key named twice, a Logseq value on two lines.
+    #[error("invalid property: {0}")]
+    InvalidProperty(String),
+    /// The note's properties are written in a form the property editor does not change in place.
+    #[error("cannot edit the note's properties: {0}")]
+    UnsupportedProperty(String),
     /// A tag edit located text at bytes the note does not hold there: a fault of the edit, which
     /// is refused rather than written.
     #[error("the tag edit lost its place in the note (bytes {start}..{end})")]
@@ -74,6 +81,12 @@ impl From<MarkdownError> for KbError {
             }
             MarkdownError::LostPlace { .. } => {
                 "This is a fault of the server, not of the note; edit the note with {save_page}."
+            }
+            MarkdownError::InvalidProperty(_) => {
+                "Values are a string, a number, a boolean, a list of strings or null; Logseq keys are letters, digits, `_` and `-`."
+            }
+            MarkdownError::UnsupportedProperty(_) => {
+                "Edit the note's properties with {save_page} instead."
             }
             MarkdownError::UnsupportedTags(_) => {
                 "Write `tags` as a list (`tags: [a, b]`) and retry, or edit the note with {save_page}."

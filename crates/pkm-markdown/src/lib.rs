@@ -11,8 +11,11 @@ mod inline_tags;
 mod lines;
 pub mod linker;
 mod outline;
+mod page_props;
+pub mod properties;
 mod regions;
 pub mod serialize;
+mod splice;
 pub mod tags;
 
 pub use dialect::{Dialect, Flavor};

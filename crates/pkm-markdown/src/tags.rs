@@ -6,13 +6,15 @@ use std::ops::Range;
 
 use serde_json::Value;
 
-use crate::block_parser::{self, BlockKind, PropertySpan, collect_list};
+use crate::block_parser::{self, collect_list};
 use crate::error::TagEditError;
 use crate::frontmatter::{self, FrontmatterSpan};
 use crate::inline_tags::inline_tags;
 pub use crate::inline_tags::{extract_inline_tags, extract_inline_tags_as, normalize};
 use crate::lines;
+use crate::page_props::{PageProps, page_props, remove_prop_line, unsupported_props};
 use crate::regions;
+use crate::splice::{Edit, Item, Span, apply, newline, text_newline};
 
 /// Adds `tag` to the note's page tags, in the form the note already uses. `Ok(None)` when the
 /// note already has it (in frontmatter, in Logseq `tags::` on the first block, or as an inline
@@ -54,9 +56,9 @@ pub fn add_tag(text: &str, tag: &str) -> Result<Option<String>, TagEditError> {
     };
     if fm_key.is_none() {
         let body_start = frontmatter::body_start_with(text, span.as_ref());
-        let props = page_props(text, body_start)?;
+        let props = page_props(text, body_start, "tags")?;
         let logseq = match (&props, &span) {
-            (Some(p), _) if p.tags.is_some() => true,
+            (Some(p), _) if p.prop.is_some() => true,
             // A new `tags::` line goes first in a paragraph of page properties, or after a list
             // item's properties when more text follows them (the note's end is never edited).
             (Some(p), None) => {
@@ -256,11 +258,11 @@ impl Removal<'_> {
         body_start: usize,
     ) -> Result<Option<Span>, TagEditError> {
         let Some(PageProps {
-            tags: Some(p),
+            prop: Some(p),
             next_own,
             next_is_inside,
             ..
-        }) = page_props(text, body_start)?
+        }) = page_props(text, body_start, "tags")?
         else {
             return Ok(None);
         };
@@ -367,123 +369,6 @@ fn reads_back_without(
     Ok(())
 }
 
-/// The Logseq properties of a note's first block, as the block parser reads them: leading
-/// `key:: value` lines of a first paragraph, or the property lines of a first list item (on its
-/// bullet line and the lines right after it).
-struct PageProps {
-    /// The last property line.
-    last: lines::Line,
-    /// What stands before the key on a new property line after `last`.
-    indent: String,
-    /// The first property line, when the properties are a paragraph's (not a list item's).
-    first_of_paragraph: Option<lines::Line>,
-    tags: Option<PropLine>,
-    /// The block's own line right after the `tags::` line, if that is a property line too.
-    next_own: Option<lines::Line>,
-    /// The line after the `tags::` line is indented under it (a child or more text).
-    next_is_inside: bool,
-}
-
-/// A `tags::` line.
-struct PropLine {
-    line: lines::Line,
-    /// Where `tags::` starts; for `- tags:: a`, where the bullet ends too.
-    key_start: usize,
-    /// `tags::` is on the block's bullet line.
-    on_bullet: bool,
-    /// The value, trimmed (empty, at the key's end, for `tags::` alone).
-    value: Span,
-    items: Vec<Item>,
-}
-
-/// Reads [`PageProps`] of the first block of `text[body_start..]`, as the block parser found
-/// them. `Ok(None)` when the first block has no properties.
-fn page_props(text: &str, body_start: usize) -> Result<Option<PageProps>, TagEditError> {
-    let blocks = block_parser::parse_blocks(text, body_start);
-    let Some(block) = blocks.first() else {
-        return Ok(None);
-    };
-    let line_at = |at: usize| {
-        lines::lines(text, body_start)
-            .find(|l| l.start <= at && at <= l.end)
-            .ok_or_else(unsupported_props)
-    };
-    let mut props: Vec<(lines::Line, &PropertySpan)> = Vec::new();
-    for span in &block.property_spans {
-        props.push((line_at(span.key.start)?, span));
-    }
-    let Some(&(last, _)) = props.last() else {
-        return Ok(None);
-    };
-    // The block's first line: a list item's bullet line, or the paragraph's first property.
-    let first = line_at(block.range.start)?;
-    let list_item = block.kind == BlockKind::ListItem;
-    let s = text
-        .get(first.start..first.end)
-        .ok_or_else(unsupported_props)?;
-    let (cols, ibytes) = lines::indent(s);
-    let lead = s.get(..ibytes).ok_or_else(unsupported_props)?;
-    // What stands before the key on a new property line: a list item's text column (the bullet
-    // line's indentation, then spaces under the bullet), or a paragraph's indentation.
-    let indent = match list_item {
-        true => {
-            let after = s.get(ibytes..).ok_or_else(unsupported_props)?;
-            let bullet = lines::bullet(after, cols).ok_or_else(unsupported_props)?;
-            format!("{lead}{}", " ".repeat(bullet.content_offset_cols))
-        }
-        false => lead.to_owned(),
-    };
-    let after_props = lines::lines(text, last.next)
-        .next()
-        .filter(|_| last.next > last.end);
-    let mut tags = None;
-    let mut next_own = None;
-    let mut next_line = after_props;
-    if let Some(i) = block
-        .properties
-        .iter()
-        .position(|(k, _)| k.eq_ignore_ascii_case("tags"))
-        && let Some(&(line, span)) = props.get(i)
-    {
-        let value = Span::from(span.value.clone());
-        tags = Some(PropLine {
-            line,
-            key_start: span.key.start,
-            on_bullet: list_item && line.start == first.start,
-            items: block_parser::ref_items(value.of(text)?, true)
-                .into_iter()
-                .map(|(r, v)| Item {
-                    span: Span::new(value.start + r.start, value.start + r.end),
-                    value: v,
-                    line_start: 0,
-                    line_next: 0,
-                })
-                .collect(),
-            value,
-        });
-        next_own = props.get(i + 1).map(|(l, _)| *l);
-        next_line = next_own.or(after_props);
-    }
-    let next_is_inside = next_line.is_some_and(|n| {
-        text.get(n.start..n.end)
-            .is_some_and(|s| !lines::is_blank(s) && lines::indent(s).0 > cols)
-    });
-    Ok(Some(PageProps {
-        last,
-        indent,
-        first_of_paragraph: (!list_item).then_some(first),
-        tags,
-        next_own,
-        next_is_inside,
-    }))
-}
-
-fn unsupported_props() -> TagEditError {
-    TagEditError::UnsupportedTags(
-        "the page properties are written in a form this edit does not handle".to_owned(),
-    )
-}
-
 /// The tags of the first block's `tags::` property of `text`.
 fn first_block_tags(text: &str) -> Vec<String> {
     let body_start = frontmatter::body_start(text);
@@ -512,7 +397,7 @@ fn add_to_props(
             "the tag cannot be written in a `tags::` property".to_owned(),
         ));
     }
-    let edit = match &props.tags {
+    let edit = match &props.prop {
         Some(p) => {
             let v = p.value.of(text)?;
             let mut written = Vec::with_capacity(p.items.len());
@@ -570,51 +455,6 @@ fn add_to_props(
         return Err(unsupported_props());
     }
     Ok(out)
-}
-
-/// The range that removes a `tags::` line left empty: the line with its line break (or, on the
-/// text's last line, with the break before it). On a bullet line the bullet stays: the next
-/// property line moves up onto it, or, when children or text follow, the bullet is left empty.
-fn remove_prop_line(
-    text: &str,
-    p: &PropLine,
-    next_own: Option<lines::Line>,
-    next_is_inside: bool,
-) -> Result<Span, TagEditError> {
-    let l = p.line;
-    if p.on_bullet {
-        if let Some(n) = next_own {
-            let s = Span::new(n.start, n.end).of(text)?;
-            return Ok(Span::new(p.key_start, n.start + lines::indent(s).1));
-        }
-        if next_is_inside {
-            // `- tags:: a` becomes `-`.
-            let before = Span::new(l.start, p.key_start).of(text)?;
-            let kept = before.trim_end_matches([' ', '\t']).len();
-            return Ok(Span::new(l.start + kept, l.end));
-        }
-    }
-    if l.next > l.end {
-        return Ok(Span::new(l.start, l.next));
-    }
-    let prev_end = text
-        .get(..l.start)
-        .map(|t| {
-            t.strip_suffix("\r\n")
-                .or_else(|| t.strip_suffix(['\n', '\r']))
-                .unwrap_or(t)
-                .len()
-        })
-        .unwrap_or(l.start);
-    Ok(Span::new(prev_end, l.end))
-}
-
-/// The note's line break: `\r\n` when its first line ends so, else `\n`.
-fn text_newline(text: &str) -> &'static str {
-    match text.find('\n') {
-        Some(i) if i > 0 && text.as_bytes().get(i - 1) == Some(&b'\r') => "\r\n",
-        _ => "\n",
-    }
 }
 
 /// Deletes the matching items of a comma- or space-separated run, each with one separator: the
@@ -692,97 +532,6 @@ fn yaml_item(tag: &str) -> String {
     } else {
         Value::String(tag.to_owned()).to_string()
     }
-}
-
-fn newline(text: &str, span: &FrontmatterSpan) -> &'static str {
-    if text
-        .get(..span.yaml.start)
-        .is_some_and(|t| t.ends_with("\r\n"))
-    {
-        "\r\n"
-    } else {
-        "\n"
-    }
-}
-
-/// A byte range of the note's text that a tag edit located. Every slice of the text an edit
-/// reads or keeps is taken through [`Span::of`], the one place an offset is checked: an offset
-/// that is off is an error of the edit ([`TagEditError::LostPlace`]), never an empty string.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Span {
-    start: usize,
-    end: usize,
-}
-
-impl Span {
-    fn new(start: usize, end: usize) -> Span {
-        Span { start, end }
-    }
-
-    /// The text the span covers in `text`.
-    fn of(self, text: &str) -> Result<&str, TagEditError> {
-        text.get(self.start..self.end)
-            .ok_or(TagEditError::LostPlace {
-                start: self.start,
-                end: self.end,
-            })
-    }
-}
-
-impl From<Range<usize>> for Span {
-    fn from(r: Range<usize>) -> Span {
-        Span::new(r.start, r.end)
-    }
-}
-
-/// One text change: replace `span` with `text`.
-struct Edit {
-    span: Span,
-    text: String,
-}
-
-impl Edit {
-    fn insert(at: usize, text: String) -> Edit {
-        Edit {
-            span: Span::new(at, at),
-            text,
-        }
-    }
-    fn delete(span: impl Into<Span>) -> Edit {
-        Edit {
-            span: span.into(),
-            text: String::new(),
-        }
-    }
-    fn replace(span: Span, text: String) -> Edit {
-        Edit { span, text }
-    }
-}
-
-/// Applies edits; overlapping deletions are merged, and an edit overlapping an earlier one is
-/// folded into it (the text of both is kept, in order).
-fn apply(text: &str, mut edits: Vec<Edit>) -> Result<String, TagEditError> {
-    edits.sort_by_key(|e| (e.span.start, e.span.end));
-    let mut out = String::with_capacity(text.len() + 64);
-    let mut pos = 0;
-    for e in edits {
-        let start = e.span.start.max(pos);
-        out.push_str(Span::new(pos, start).of(text)?);
-        out.push_str(&e.text);
-        pos = pos.max(e.span.end);
-    }
-    out.push_str(Span::new(pos, text.len()).of(text)?);
-    Ok(out)
-}
-
-/// One item of a tags value: its source span and its unquoted text.
-#[derive(Debug)]
-struct Item {
-    span: Span,
-    value: String,
-    /// For block-list items: the whole line, line break included.
-    line_start: usize,
-    line_next: usize,
 }
 
 struct Flow {

@@ -3,5 +3,8 @@
 
 pub mod graph;
 pub mod page;
+pub mod properties;
+pub mod recent;
 pub mod search;
+pub mod tags;
 pub mod vault;

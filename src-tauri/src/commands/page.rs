@@ -180,7 +180,7 @@ fn tag_of(tag: &str) -> KbResult<String> {
     Ok(t)
 }
 
-fn existing_text<'a>(
+pub(crate) fn existing_text<'a>(
     current: &'a crate::write_path::Current,
     path: &VaultPath,
 ) -> KbResult<&'a str> {

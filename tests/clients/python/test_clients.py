@@ -60,6 +60,10 @@ TOOLS = {
     "kb_add_tag",
     "kb_remove_tag",
     "kb_vault_info",
+    # Extensions (docs/advanced/mcp.md, "Extensions").
+    "kb_set_properties",
+    "kb_recent_changes",
+    "kb_list_tags",
 }
 
 NOTE_KEYS = {"path", "slug", "title", "content", "frontmatter", "links", "tags", "block_count", "modified_at"}
@@ -84,6 +88,9 @@ RESULT_KEYS: dict[str, tuple[set[str], set[str]]] = {
     "kb_add_tag": (TAG_RESULT_KEYS, set()),
     "kb_remove_tag": (TAG_RESULT_KEYS, set()),
     "kb_vault_info": ({"vault_path", "page_count", "block_count", "index_fresh", "last_indexed_at"}, set()),
+    "kb_set_properties": ({"path", "form", "changed", "dry_run", "modified_at", "changes"}, set()),
+    "kb_recent_changes": ({"changes", "total", "next_offset"}, set()),
+    "kb_list_tags": ({"tags", "total", "next_offset"}, set()),
 }
 
 
@@ -315,7 +322,7 @@ async def test_initialize_reports_server_and_protocol(connect, protocol: str) ->
 
 
 @pytest.mark.anyio
-async def test_list_tools_has_the_fifteen_kb_tools(connect) -> None:
+async def test_list_tools_has_the_kb_tools(connect) -> None:
     _, open_client = connect
     async with open_client() as client:
         listing = await client.list_tools()
@@ -562,6 +569,29 @@ async def test_kb_add_tag_and_remove_tag(connect, transport: str) -> None:
         assert removed["applied"] >= 1
         assert "client-test" not in (await call(client, "kb_get_page", {"path": path}))["tags"]
         assert "client-test" not in note_text(vault, path)
+
+
+@pytest.mark.anyio
+async def test_kb_set_properties_then_recent_changes_and_list_tags(connect, transport: str) -> None:
+    vault, open_client = connect
+    path = f"inbox/Python SDK {transport} properties.md"
+    text = "# Properties\n\nSome text.\n"
+    async with open_client() as client:
+        written = await call(client, "kb_write_page", {"path": path, "content": text})
+        tag = f"sdk-props-{transport}"
+        out = await call(client, "kb_set_properties", {"path": path, "set": {"status": "done", "tags": [tag]}})
+        assert out["form"] == "frontmatter" and out["changed"] is True
+        assert out["changes"][0] == {"key": "status", "before": None, "after": "done"}
+        assert (await call(client, "kb_get_page", {"path": path}))["frontmatter"]["status"] == "done"
+
+        recent = await call(client, "kb_recent_changes", {"since": written["modified_at"]})
+        assert recent["changes"][0]["path"] == path
+        assert recent["changes"][0]["modified_at"] == out["modified_at"]
+        tags = await call(client, "kb_list_tags", {"prefix": tag})
+        assert tags["tags"] == [{"tag": tag, "count": 1}]
+
+        await call(client, "kb_set_properties", {"path": path, "remove": ["status", "tags"]})
+        assert note_text(vault, path) == text
 
 
 @pytest.mark.anyio

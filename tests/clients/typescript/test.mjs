@@ -30,10 +30,12 @@ const NOT_FOUND = -32001;
 // Bounds every wait on the server so a hung server fails the run instead of stalling CI.
 const TIMEOUT_MS = 30_000;
 
+// The contract's fifteen and the extensions (docs/advanced/mcp.md, "Extensions"), sorted.
 const TOOLS = [
   'kb_add_tag', 'kb_autocomplete', 'kb_backlinks', 'kb_delete_page', 'kb_get_page', 'kb_graph',
-  'kb_index_status', 'kb_list_pages', 'kb_reindex', 'kb_remove_tag', 'kb_resolve_link', 'kb_search',
-  'kb_search_by_tag', 'kb_vault_info', 'kb_write_page',
+  'kb_index_status', 'kb_list_pages', 'kb_list_tags', 'kb_recent_changes', 'kb_reindex',
+  'kb_remove_tag', 'kb_resolve_link', 'kb_search', 'kb_search_by_tag', 'kb_set_properties',
+  'kb_vault_info', 'kb_write_page',
 ];
 
 const NOTE_KEYS = ['path', 'slug', 'title', 'content', 'frontmatter', 'links', 'tags', 'block_count', 'modified_at'];
@@ -58,6 +60,9 @@ const RESULT_KEYS = {
   kb_add_tag: [TAG_RESULT_KEYS, []],
   kb_remove_tag: [TAG_RESULT_KEYS, []],
   kb_vault_info: [['vault_path', 'page_count', 'block_count', 'index_fresh', 'last_indexed_at'], []],
+  kb_set_properties: [['path', 'form', 'changed', 'dry_run', 'modified_at', 'changes'], []],
+  kb_recent_changes: [['changes', 'total', 'next_offset'], []],
+  kb_list_tags: [['tags', 'total', 'next_offset'], []],
 };
 
 function serverBinary() {
@@ -485,6 +490,26 @@ for (const [kind, version] of ['stdio', 'http'].flatMap((k) => PROTOCOL_VERSIONS
           assert.ok(removed.applied >= 1);
           assert.ok(!(await call(client, 'kb_get_page', { path })).tags.includes('client-test'));
           assert.ok(!noteText(path).includes('client-test'));
+        }));
+
+      it('kb_set_properties, then kb_recent_changes and kb_list_tags see it', () =>
+        withTools(async (client) => {
+          const path = `inbox/TS SDK ${kind} ${version} properties.md`;
+          const text = '# Properties\n\nSome text.\n';
+          const written = await call(client, 'kb_write_page', { path, content: text });
+          const tag = `sdk-props-${kind}-${version}`.toLowerCase();
+          const out = await call(client, 'kb_set_properties', { path, set: { status: 'done', tags: [tag] } });
+          assert.equal(out.form, 'frontmatter');
+          assert.equal(out.changed, true);
+          assert.deepEqual(out.changes[0], { key: 'status', before: null, after: 'done' });
+          assert.equal((await call(client, 'kb_get_page', { path })).frontmatter.status, 'done');
+          const recent = await call(client, 'kb_recent_changes', { since: written.modified_at });
+          assert.equal(recent.changes[0].path, path);
+          assert.equal(recent.changes[0].modified_at, out.modified_at);
+          const tags = await call(client, 'kb_list_tags', { prefix: tag });
+          assert.deepEqual(tags.tags, [{ tag, count: 1 }]);
+          await call(client, 'kb_set_properties', { path, remove: ['status', 'tags'] });
+          assert.equal(noteText(path), text);
         }));
 
       it('kb_vault_info', () =>

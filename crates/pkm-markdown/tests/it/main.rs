@@ -10,6 +10,8 @@ mod frontmatter_limits;
 #[cfg(test)]
 mod links_spec;
 #[cfg(test)]
+mod property_edits;
+#[cfg(test)]
 mod props;
 #[cfg(test)]
 mod robustness;

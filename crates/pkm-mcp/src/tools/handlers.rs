@@ -8,8 +8,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use stratum_app::App;
+use stratum_app::commands::properties::PropertyRequest;
 use stratum_app::commands::search::CompleteKind;
-use stratum_app::commands::{graph, page, search, vault};
+use stratum_app::commands::{graph, page, properties, recent, search, tags, vault};
 use stratum_app::scan::ScanMode;
 
 use super::Args;
@@ -232,4 +233,61 @@ pub(super) fn remove_tag(app: &App, a: Args) -> KbResult<Value> {
 
 pub(super) fn vault_info(app: &App, _: Args) -> KbResult<Value> {
     json(vault::get_vault_info(app)?)
+}
+
+#[derive(Deserialize)]
+struct SetProperties {
+    path: String,
+    #[serde(default)]
+    set: serde_json::Map<String, Value>,
+    #[serde(default)]
+    remove: Vec<String>,
+    expected_modified: Option<String>,
+    dry_run: bool,
+}
+
+pub(super) fn set_properties(app: &App, a: Args) -> KbResult<Value> {
+    let a: SetProperties = typed(a)?;
+    let path = note_path(app, &a.path, "path")?;
+    let req = PropertyRequest {
+        set: a.set.into_iter().collect(),
+        remove: a.remove,
+        expected_modified: a.expected_modified,
+        dry_run: a.dry_run,
+    };
+    json(properties::set_properties(app, &path, req)?)
+}
+
+#[derive(Deserialize)]
+struct RecentChanges {
+    since: Option<String>,
+    limit: usize,
+    offset: usize,
+}
+
+pub(super) fn recent_changes(app: &App, a: Args) -> KbResult<Value> {
+    let a: RecentChanges = typed(a)?;
+    json(recent::recent_changes(
+        app,
+        a.since.as_deref(),
+        a.limit,
+        a.offset,
+    )?)
+}
+
+#[derive(Deserialize)]
+struct ListTags {
+    prefix: Option<String>,
+    limit: usize,
+    offset: usize,
+}
+
+pub(super) fn list_tags(app: &App, a: Args) -> KbResult<Value> {
+    let a: ListTags = typed(a)?;
+    json(tags::list_tags(
+        app,
+        a.prefix.as_deref(),
+        a.limit,
+        a.offset,
+    )?)
 }

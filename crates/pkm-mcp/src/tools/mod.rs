@@ -204,6 +204,34 @@ pub static TOOLS: &[Tool] = &[
         READ,
         handlers::vault_info,
     ),
+    tool(
+        "kb_set_properties",
+        "Set note properties",
+        "Set or remove a note's properties (status, due, tags, aliases, title...) in the note's own form: YAML frontmatter or Logseq key:: value lines. Only the named keys change; every other byte is kept. Answers each key's value before and after; dry_run writes nothing. Optional expected_modified guard.",
+        Scope::Write,
+        schema!("kb_set_properties"),
+        // Destructive: a set replaces a value and a remove deletes one.
+        (false, true, true),
+        handlers::set_properties,
+    ),
+    tool(
+        "kb_recent_changes",
+        "Recent changes",
+        "Notes changed since a time (RFC 3339, optional), newest first: path, title, modified_at; total and next_offset for paging.",
+        Scope::Read,
+        schema!("kb_recent_changes"),
+        READ,
+        handlers::recent_changes,
+    ),
+    tool(
+        "kb_list_tags",
+        "List tags",
+        "Every tag the vault uses (frontmatter, inline #tags, Logseq tags::) with its number of notes, most used first; optional prefix; total and next_offset for paging.",
+        Scope::Search,
+        schema!("kb_list_tags"),
+        READ,
+        handlers::list_tags,
+    ),
 ];
 
 /// The tool called `name`.

@@ -51,6 +51,11 @@ fn minimal_args(tool: &Tool) -> Value {
         };
         args.insert(name.to_owned(), value);
     }
+    // A tool that needs one of its optional arguments (the schema cannot say so without a
+    // top-level `anyOf`, which some clients refuse): that argument, at its smallest.
+    if tool.name == "kb_set_properties" {
+        args.insert("remove".to_owned(), json!(["scoped"]));
+    }
     Value::Object(args)
 }
 
@@ -209,6 +214,6 @@ async fn tools_list_shows_a_token_only_the_tools_its_scopes_allow() {
 
     let full = s.token_with("list-full", &Scope::ALL);
     let all: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
-    assert_eq!(all.len(), 15);
+    assert!(all.len() > 15, "the contract's fifteen and the extensions");
     assert_eq!(listed(&s, &full).await, all);
 }

@@ -15,6 +15,8 @@ mod http_rate_limit;
 mod http_scope;
 mod http_transport;
 mod http_vaults;
+mod listings;
+mod properties;
 mod protocol;
 mod search_meaning;
 mod shared_vault;
