@@ -134,6 +134,7 @@ def burst(r):
 
 rows = [
     ("Notes (total size)", lambda r: f"{r['notes']} ({r['bytes'] / 1e6:.0f} MB)"),
+    ("Binary size, MB", lambda r: f"{r['binary_mb']:.1f}"),
     ("Cold index (median of 3; of 11 in turns with the baseline under 50k notes), s", lambda r: f"{r['cold_index_s']:.2f}"),
     ("Search index on disk after a cold index, MB", lambda r: f"{r['index_mb']:.1f}"),
     ("Warm start to first kb_search, ms", lambda r: f"{r['warm_start_ms']:.0f}"),

@@ -688,7 +688,8 @@ def main():
     with open(os.path.join(a.vault, "queries.txt"), encoding="utf-8") as f:
         queries = [q.strip() for q in f if q.strip()]
     paths = note_paths(a.vault)
-    res = {"notes": len(paths), "bytes": sum(os.path.getsize(os.path.join(a.vault, p)) for p in paths)}
+    res = {"notes": len(paths), "bytes": sum(os.path.getsize(os.path.join(a.vault, p)) for p in paths),
+           "binary_mb": round(os.path.getsize(a.bin) / 1e6, 1)}
     if a.baseline:
         res["baseline"] = a.bin
 
