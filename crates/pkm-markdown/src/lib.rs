@@ -5,6 +5,8 @@
 
 pub mod block_parser;
 pub mod dialect;
+pub mod diff;
+pub mod edit;
 pub mod error;
 pub mod frontmatter;
 mod inline_tags;
@@ -12,6 +14,7 @@ mod lines;
 pub mod linker;
 mod outline;
 mod regions;
+pub mod sections;
 pub mod serialize;
 pub mod tags;
 

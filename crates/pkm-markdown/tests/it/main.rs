@@ -4,6 +4,8 @@
 #[cfg(test)]
 mod blocks;
 #[cfg(test)]
+mod edits;
+#[cfg(test)]
 mod fixtures;
 #[cfg(test)]
 mod frontmatter_limits;
@@ -13,6 +15,8 @@ mod links_spec;
 mod props;
 #[cfg(test)]
 mod robustness;
+#[cfg(test)]
+mod sections;
 #[cfg(test)]
 mod tag_edits;
 
