@@ -86,7 +86,7 @@ pub fn plan(
                 None => (note_end(text), top.map(str::to_owned)),
                 Some(a) => {
                     let s = found(text, a)?;
-                    (s.body.end, child_indent(text, &s))
+                    (s.body.end, child_indent(text, &s, outline))
                 }
             };
             insertion(text, at, &layout(&trimmed(t, eol), indent.as_deref(), eol))
@@ -96,14 +96,18 @@ pub fn plan(
                 None => (body_top(text, outline), top.map(str::to_owned)),
                 Some(a) => {
                     let s = found(text, a)?;
-                    (s.heading.end, child_indent(text, &s))
+                    (s.heading.end, child_indent(text, &s, outline))
                 }
             };
             insertion(text, at, &layout(&trimmed(t, eol), indent.as_deref(), eol))
         }
         EditOp::ReplaceSection { section, text: t } => {
             let s = found(text, section)?;
-            let body = layout(&trimmed(t, eol), child_indent(text, &s).as_deref(), eol);
+            let body = layout(
+                &trimmed(t, eol),
+                child_indent(text, &s, outline).as_deref(),
+                eol,
+            );
             replace_body(text, &s, body)
         }
         EditOp::Replace {
@@ -330,11 +334,13 @@ fn before_break(text: &str, at: usize) -> usize {
     }
 }
 
-/// The indentation of a section's children when its lines are an outline's: its first child's,
-/// else one step past the section's own.
-fn child_indent(text: &str, s: &Section) -> Option<String> {
+/// The indentation of a section's children when its lines are an outline's (an outline heading,
+/// a list item's anchor, any heading of an outline note): its first child's, else one step past
+/// the section's own (the left margin under a markdown heading).
+fn child_indent(text: &str, s: &Section, outline: bool) -> Option<String> {
     let item = match s.kind {
-        SectionKind::Heading => false,
+        // In an outline, a heading's lines are blocks too (`## Usage\n\t- item`).
+        SectionKind::Heading => outline,
         SectionKind::Outline => true,
         SectionKind::Anchor => {
             let line = text.get(s.heading.clone()).unwrap_or_default();
@@ -349,10 +355,20 @@ fn child_indent(text: &str, s: &Section) -> Option<String> {
     let first = lines::lines(body, 0)
         .map(|l| body.get(l.start..l.end).unwrap_or_default())
         .find(|l| !lines::is_blank(l));
-    Some(match first {
-        Some(l) => l.get(..lines::indent(l).1).unwrap_or_default().to_owned(),
-        None => format!("{}{}", s.indent, indent_step(text)),
-    })
+    match (s.kind, first) {
+        // Under a markdown heading, only a body that is an outline already.
+        (SectionKind::Heading, Some(l)) => bullet_indent(l).map(str::to_owned),
+        (SectionKind::Heading, None) => Some(String::new()),
+        (_, Some(l)) => Some(l.get(..lines::indent(l).1).unwrap_or_default().to_owned()),
+        (_, None) => Some(format!("{}{}", s.indent, indent_step(text))),
+    }
+}
+
+/// The indentation of `line` when it is a list item's first line.
+fn bullet_indent(line: &str) -> Option<&str> {
+    let (cols, ib) = lines::indent(line);
+    lines::bullet(line.get(ib..)?, cols)?;
+    line.get(..ib)
 }
 
 /// One step of the note's outline indentation: a tab, or the spaces its first indented bullet
@@ -382,20 +398,21 @@ fn layout(t: &str, indent: Option<&str>, eol: &str) -> String {
         return t.to_owned();
     };
     let all: Vec<&str> = t.split(eol).collect();
-    let first_text = all.iter().find(|l| !lines::is_blank(l));
-    if t.is_empty() || (!indent.is_empty() && first_text.is_some_and(|l| l.starts_with(indent))) {
+    let Some(start) = all.iter().position(|l| !lines::is_blank(l)) else {
+        return t.to_owned();
+    };
+    let first = all.get(start).copied().unwrap_or_default();
+    if !indent.is_empty() && first.starts_with(indent) {
         return t.to_owned();
     }
-    let first = all.first().copied().unwrap_or_default();
-    let (cols, ib) = lines::indent(first);
-    let bulleted = lines::bullet(first.get(ib..).unwrap_or_default(), cols).is_some();
+    let bulleted = bullet_indent(first).is_some();
     let mut out = Vec::with_capacity(all.len());
     for (i, l) in all.iter().enumerate() {
-        out.push(match (i, bulleted, lines::is_blank(l)) {
-            (_, _, true) => String::new(),
+        out.push(match (i == start, bulleted, lines::is_blank(l)) {
+            (_, _, true) => (*l).to_owned(),
             (_, true, false) => format!("{indent}{l}"),
-            (0, false, false) => format!("{indent}- {l}"),
-            (_, false, false) => format!("{indent}  {l}"),
+            (true, false, false) => format!("{indent}- {l}"),
+            (false, false, false) => format!("{indent}  {l}"),
         });
     }
     out.join(eol)

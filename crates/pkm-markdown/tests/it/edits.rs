@@ -186,6 +186,19 @@ fn logseq_sections_get_blocks_at_their_indentation() {
         outline_edit(text, &[append("last", None), prepend("first", None)]),
         "title:: P\n- first\n\n- ## Plans\n\t- one\n- other\n- last\n"
     );
+    // Under a markdown heading of an outline note, the blocks' indentation.
+    let md = "## Usage\n\t- one\n\t\t- deep\n## Notes\n## Text\nplain\n";
+    assert_eq!(
+        outline_edit(
+            md,
+            &[
+                append("two", Some("Usage")),
+                append("n", Some("Notes")),
+                append("more", Some("Text"))
+            ]
+        ),
+        "## Usage\n\t- one\n\t\t- deep\n\t- two\n## Notes\n- n\n## Text\nplain\nmore\n"
+    );
     // A heading with no children yet: one step deeper than it, as the note indents.
     let spaces = "- # A\n  - a\n- # B\n";
     assert_eq!(
@@ -446,7 +459,7 @@ fn addressed(text: &str, edit: &EditOp) -> Option<std::ops::Range<usize>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(ProptestConfig::with_cases(std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(512)))]
 
     /// Every byte outside what an edit addresses is unchanged, whatever the edits, and the
     /// splices an edit plans give the text `apply` gives.

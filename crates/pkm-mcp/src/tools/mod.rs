@@ -204,6 +204,34 @@ pub static TOOLS: &[Tool] = &[
         READ,
         handlers::vault_info,
     ),
+    // Extensions beyond the contract's fifteen (docs/advanced/mcp.md, "Extensions"; ADR-0016).
+    tool(
+        "kb_edit_page",
+        "Edit part of a note",
+        "Change part of a note without resending it: append or prepend (to the note or under a heading), replace a section's body, replace exact text (with the count expected), or replace one block's text. Sections are heading paths ('Projects#Q3#Risks'). Edits apply in order, all or none, as one atomic write; every other byte stays. Answers the written note and a unified diff; dry_run writes nothing. Optional expected_modified guard.",
+        Scope::Write,
+        schema!("kb_edit_page"),
+        (false, true, false),
+        handlers::edit_page,
+    ),
+    tool(
+        "kb_get_outline",
+        "Outline of a note",
+        "A note's headings in order (Markdown ATX and setext headings, Logseq heading blocks): text, level, the section path that addresses it in kb_get_section and kb_edit_page, line range, block id and size; and the note's modified_at.",
+        Scope::Read,
+        schema!("kb_get_outline"),
+        READ,
+        handlers::get_outline,
+    ),
+    tool(
+        "kb_get_section",
+        "Read a section",
+        "One section of a note by heading or heading path ('Projects#Q3#Risks', case-insensitive when not exact): its text with the heading, its line range, and the note's modified_at to pass as expected_modified.",
+        Scope::Read,
+        schema!("kb_get_section"),
+        READ,
+        handlers::get_section,
+    ),
 ];
 
 /// The tool called `name`.
