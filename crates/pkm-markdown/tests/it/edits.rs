@@ -458,6 +458,18 @@ fn addressed(text: &str, edit: &EditOp) -> Option<std::ops::Range<usize>> {
     })
 }
 
+/// The `edit_list` fuzz target's check, on its seeds (`fuzz/seeds/edit_list/`).
+#[test]
+fn the_fuzz_targets_seeds_pass_its_check() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/edit_list");
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        crate::edit_list_check::check(&std::fs::read(e.unwrap().path()).unwrap());
+        n += 1;
+    }
+    assert!(n >= 3, "seeds: {n}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(512)))]
 
@@ -520,5 +532,17 @@ proptest! {
                 prop_assert!(body.trim_end().ends_with(new.as_str()), "{:?} in {:?}", new, body);
             }
         }
+    }
+
+    /// The fuzz target's check, on inputs built of note-like pieces.
+    #[test]
+    fn the_fuzz_targets_check_holds(
+        pieces in prop::collection::vec(prop_oneof![
+            3 => line(),
+            1 => Just("\u{0}".to_owned()),
+            1 => prop::sample::select(vec!["\u{0}a", "\u{0}p", "\u{0}s#", "\u{0}r", "\u{0}b", "\u{1}", "\u{1}#", "\n", "\r\n", "b1"]).prop_map(str::to_owned),
+        ], 0..30)
+    ) {
+        crate::edit_list_check::check(pieces.concat().as_bytes());
     }
 }

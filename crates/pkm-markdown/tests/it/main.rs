@@ -4,6 +4,8 @@
 #[cfg(test)]
 mod blocks;
 #[cfg(test)]
+mod edit_list_check;
+#[cfg(test)]
 mod edits;
 #[cfg(test)]
 mod fixtures;
