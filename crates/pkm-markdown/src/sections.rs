@@ -60,13 +60,17 @@ pub fn sections(text: &str) -> Vec<Section> {
     let blocks = parse_blocks(text, frontmatter::body_start(text));
     let flat = flatten(&blocks);
     let ends = subtree_ends(&flat);
+    let heading_ends = heading_ends(text, &flat);
     let mut out: Vec<Section> = Vec::new();
     // For each block, the index in `out` of its own section or of its nearest ancestor's.
     let mut owner: Vec<Option<usize>> = Vec::with_capacity(flat.len());
     for (i, &(parent, depth, b)) in flat.iter().enumerate() {
         let parent_owner = parent.and_then(|p| owner.get(p).copied().flatten());
-        let found = heading_of(text, &flat, i, b, depth, ends.get(i).copied().unwrap_or(0))
-            .or_else(|| anchor_of(text, i, b, ends.get(i).copied().unwrap_or(0)));
+        let end = match b.kind {
+            BlockKind::Heading => heading_ends.get(i).copied().unwrap_or(text.len()),
+            _ => after_break(text, ends.get(i).copied().unwrap_or(0)),
+        };
+        let found = heading_of(text, i, b, depth, end).or_else(|| anchor_of(text, i, b, end));
         let Some(mut s) = found else {
             owner.push(parent_owner);
             continue;
@@ -119,36 +123,44 @@ fn subtree_ends(flat: &[(Option<usize>, usize, &Block)]) -> Vec<usize> {
     ends
 }
 
-/// The section of block `i` when it is a heading.
-fn heading_of(
-    text: &str,
-    flat: &[(Option<usize>, usize, &Block)],
-    i: usize,
-    b: &Block,
-    depth: usize,
-    subtree_end: usize,
-) -> Option<Section> {
+/// For each markdown heading (by pre-order index), where its section ends: at the next heading
+/// of the same or a higher level, else at the text's end. One pass, with the open headings on a
+/// stack.
+fn heading_ends(text: &str, flat: &[(Option<usize>, usize, &Block)]) -> Vec<usize> {
+    let mut ends = vec![text.len(); flat.len()];
+    let mut open: Vec<(usize, u8)> = Vec::new();
+    for (i, (_, _, b)) in flat.iter().enumerate() {
+        let (BlockKind::Heading, Some(level)) = (b.kind, b.heading_level) else {
+            continue;
+        };
+        while let Some(&(j, l)) = open.last()
+            && l >= level
+        {
+            if let Some(e) = ends.get_mut(j) {
+                *e = b.range.start;
+            }
+            open.pop();
+        }
+        open.push((i, level));
+    }
+    ends
+}
+
+/// The section of block `i` when it is a heading; `end` is where the section ends (before its
+/// trailing blank lines are set aside).
+fn heading_of(text: &str, i: usize, b: &Block, depth: usize, end: usize) -> Option<Section> {
     match b.kind {
         BlockKind::Heading => {
             let level = b.heading_level?;
             let heading = b.range.start..after_break(text, b.range.end);
-            // The next heading of the same or a higher level ends the section.
-            let end = flat
-                .iter()
-                .skip(i + 1)
-                .find(|(_, _, n)| {
-                    n.kind == BlockKind::Heading && n.heading_level.is_some_and(|l| l <= level)
-                })
-                .map_or(text.len(), |(_, _, n)| n.range.start);
-            Some(section(text, SectionKind::Heading, i, heading, end, level))
-                .map(|s| titled(s, heading_title(text, b)))
+            let s = section(text, SectionKind::Heading, i, heading, end, level);
+            Some(titled(s, heading_title(text, b)))
         }
         BlockKind::ListItem if b.heading_level.is_some() || is_heading_prop(b) => {
             let level = b
                 .heading_level
                 .unwrap_or_else(|| u8::try_from(depth + 1).unwrap_or(6).min(6));
             let heading = b.range.start..after_break(text, b.range.end);
-            let end = after_break(text, subtree_end);
             let s = section(text, SectionKind::Outline, i, heading, end, level);
             Some(titled(s, item_title(text, b)))
         }
@@ -157,7 +169,7 @@ fn heading_of(
 }
 
 /// The section of block `i` when its last own line ends with an Obsidian `^block-id`.
-fn anchor_of(text: &str, i: usize, b: &Block, subtree_end: usize) -> Option<Section> {
+fn anchor_of(text: &str, i: usize, b: &Block, end: usize) -> Option<Section> {
     if b.kind == BlockKind::Code {
         return None;
     }
@@ -172,7 +184,6 @@ fn anchor_of(text: &str, i: usize, b: &Block, subtree_end: usize) -> Option<Sect
         return None;
     }
     let heading = b.range.start..after_break(text, b.range.end);
-    let end = after_break(text, subtree_end);
     let s = section(text, SectionKind::Anchor, i, heading, end, 0);
     Some(titled(s, format!("^{id}")))
 }
@@ -296,11 +307,12 @@ pub fn find<'a>(
                 [] => continue,
                 [one] => return Ok(one),
                 many => {
+                    let lines = LineIndex::new(text);
                     return Err(MarkdownError::AmbiguousSection {
                         address: address.to_owned(),
                         choices: many
                             .iter()
-                            .map(|s| format!("{} (line {})", s.path, line_span(text, &s.range()).0))
+                            .map(|s| format!("{} (line {})", s.path, lines.span(&s.range()).0))
                             .collect(),
                     });
                 }
@@ -328,15 +340,29 @@ fn loose(s: &str) -> String {
         .join("#")
 }
 
-/// 1-based line numbers of `range`'s first and last lines (a range ending at a line start ends
-/// on the line before).
+/// Where each line of a text ends (its line break included), to number lines by binary search.
+pub struct LineIndex(Vec<usize>);
+
+impl LineIndex {
+    pub fn new(text: &str) -> LineIndex {
+        LineIndex(lines::lines(text, 0).map(|l| l.next).collect())
+    }
+
+    /// 1-based line numbers of `range`'s first and last lines (a range ending at a line start
+    /// ends on the line before).
+    pub fn span(&self, range: &Range<usize>) -> (usize, usize) {
+        let line_of = |at: usize| self.0.partition_point(|&next| next <= at) + 1;
+        let first = line_of(range.start);
+        let last = if range.end > range.start {
+            line_of(range.end - 1)
+        } else {
+            first
+        };
+        (first, last.max(first))
+    }
+}
+
+/// [`LineIndex::span`] for one range.
 pub fn line_span(text: &str, range: &Range<usize>) -> (usize, usize) {
-    let line_of = |at: usize| lines::lines(text, 0).take_while(|l| l.next <= at).count() + 1;
-    let first = line_of(range.start);
-    let last = if range.end > range.start {
-        line_of(range.end - 1)
-    } else {
-        first
-    };
-    (first, last.max(first))
+    LineIndex::new(text).span(range)
 }

@@ -8,7 +8,7 @@ use pkm_core::{KbError, KbResult, VaultPath, time};
 use pkm_markdown::Flavor;
 pub use pkm_markdown::edit::EditOp;
 use pkm_markdown::edit::{self, BlockIds};
-use pkm_markdown::sections::{self, Section, SectionKind};
+use pkm_markdown::sections::{self, LineIndex, Section, SectionKind};
 
 use crate::app::App;
 use crate::commands::page::{document, existing_text, read_text};
@@ -118,10 +118,11 @@ fn read(app: &App, path: &VaultPath) -> KbResult<(String, String)> {
 pub fn get_outline(app: &App, path: &VaultPath) -> KbResult<NoteOutline> {
     let (text, modified_at) = read(app, path)?;
     let ids = StoreIds { app, path }.all(&text);
+    let lines = LineIndex::new(&text);
     let headings = sections::sections(&text)
         .into_iter()
         .filter(|s| s.kind != SectionKind::Anchor)
-        .map(|s| heading(&text, &s, &ids))
+        .map(|s| heading(&lines, &s, &ids))
         .collect();
     Ok(NoteOutline {
         path: path.as_str().to_owned(),
@@ -130,8 +131,8 @@ pub fn get_outline(app: &App, path: &VaultPath) -> KbResult<NoteOutline> {
     })
 }
 
-fn heading(text: &str, s: &Section, ids: &[Option<String>]) -> OutlineHeading {
-    let (line_start, line_end) = sections::line_span(text, &s.range());
+fn heading(lines: &LineIndex, s: &Section, ids: &[Option<String>]) -> OutlineHeading {
+    let (line_start, line_end) = lines.span(&s.range());
     OutlineHeading {
         text: s.title.clone(),
         level: s.level,
