@@ -14,7 +14,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT/fuzz"
 
-ALL=(vault_path markdown_roundtrip frontmatter search_query tool_args)
+ALL=(vault_path markdown_roundtrip frontmatter search_query tool_args edit_list)
 TARGETS=("$@")
 if [[ ${#TARGETS[@]} -eq 0 ]]; then TARGETS=("${ALL[@]}"); fi
 SECONDS_EACH="${FUZZ_SECONDS:-60}"

@@ -245,3 +245,53 @@ mod tests {
         assert_eq!(fit_to_budget::<String>(&[], 5), 0);
     }
 }
+
+/// What `kb_edit_page` answers: the note as written (as `kb_write_page` answers it; with
+/// `dry_run`, as it would be written), and the unified diff of the change.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct EditResult {
+    #[serde(flatten)]
+    pub note: NoteDocument,
+    /// `--- a/<path>` / `+++ b/<path>` and its hunks; empty when the edits change nothing.
+    pub diff: String,
+    /// Whether the note on disk changed (false for a dry run and for edits that change nothing).
+    pub written: bool,
+}
+
+/// One heading of `kb_get_outline`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct OutlineHeading {
+    /// The heading's text as written.
+    pub text: String,
+    pub level: u8,
+    /// The section path that addresses it (`A#B`); a path two headings share names neither.
+    pub section: String,
+    /// 1-based lines of the section, heading included.
+    pub line_start: usize,
+    pub line_end: usize,
+    /// The id `kb_get_page` gives the heading's block.
+    pub block_id: Option<String>,
+    /// Bytes of the section, heading included.
+    pub size: usize,
+}
+
+/// `kb_get_outline`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct NoteOutline {
+    pub path: String,
+    pub headings: Vec<OutlineHeading>,
+    pub modified_at: String,
+}
+
+/// `kb_get_section`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SectionText {
+    pub path: String,
+    /// The section's full path (`A#B`).
+    pub section: String,
+    /// The section's text, heading included, as the note holds it.
+    pub text: String,
+    pub line_start: usize,
+    pub line_end: usize,
+    pub modified_at: String,
+}

@@ -221,6 +221,17 @@ impl App {
         expected_modified: Option<&str>,
         f: impl FnOnce(&Current) -> KbResult<(Edit, T)> + Send + 'static,
     ) -> KbResult<(Outcome, T)> {
+        self.mutate_seeing_app(path, expected_modified, move |_, current| f(current))
+    }
+
+    /// [`App::mutate`] for a change that reads the store as it decides (a block's id): `f` sees
+    /// the app too, on the writer thread, where nothing changes the store meanwhile.
+    pub(crate) fn mutate_seeing_app<T: Send + 'static>(
+        &self,
+        path: &VaultPath,
+        expected_modified: Option<&str>,
+        f: impl FnOnce(&App, &Current) -> KbResult<(Edit, T)> + Send + 'static,
+    ) -> KbResult<(Outcome, T)> {
         let expected = match expected_modified {
             None => None,
             Some(s) => Some(time::parse_rfc3339(s).ok_or_else(|| {
@@ -245,7 +256,7 @@ impl App {
         writer: &mut Writer,
         path: &VaultPath,
         expected: Option<SystemTime>,
-        f: impl FnOnce(&Current) -> KbResult<(Edit, T)>,
+        f: impl FnOnce(&App, &Current) -> KbResult<(Edit, T)>,
     ) -> KbResult<(Outcome, T)> {
         let current = self.read_current(path)?;
         if let Some(exp) = expected
@@ -264,7 +275,7 @@ impl App {
                 "Read it again with {open_page}, merge, and write with the new modified_at.",
             ));
         }
-        let (change, extra) = f(&current)?;
+        let (change, extra) = f(self, &current)?;
         let outcome = match change {
             Edit::Keep => Outcome::Unchanged,
             Edit::Write(text) => self.write_note(writer, path, &text, &current)?,

@@ -7,7 +7,9 @@
 use std::time::{Duration, Instant};
 
 use pkm_markdown::block_parser::parse_page;
+use pkm_markdown::edit::{BlockIds, EditOp, apply};
 use pkm_markdown::linker::extract_links;
+use pkm_markdown::sections::{LineIndex, find, sections};
 use pkm_markdown::serialize::serialize;
 use pkm_markdown::tags::{add_tag, extract_inline_tags, remove_tag};
 
@@ -40,6 +42,11 @@ fn shapes(bytes: usize) -> Vec<(&'static str, String)> {
         ("unclosed fences", repeat("```\n", bytes, "")),
         ("property lines", repeat("- a\n  k:: v\n", bytes, "")),
         ("tags and links", repeat("#t [[l]] `c` ", bytes, "")),
+        ("headings", repeat("# a\n## b\n### c\ntext\n", bytes, "")),
+        (
+            "heading blocks",
+            repeat("- # a\n\t- ## b\n\t\t- c\n", bytes, ""),
+        ),
         (
             "frontmatter without end",
             format!("---\n{}", repeat("k: v\n", bytes, "")),
@@ -63,6 +70,32 @@ fn ladder(bytes: usize) -> String {
     s
 }
 
+struct NoIds;
+
+impl BlockIds for NoIds {
+    fn position(&self, _: &str, _: &str) -> Option<usize> {
+        None
+    }
+}
+
+/// What `kb_get_outline` and `kb_edit_page` do with a note: its sections and their lines, one
+/// section found by its path, an append under it.
+fn sections_work(text: &str) -> usize {
+    let all = sections(text);
+    let lines = LineIndex::new(text);
+    let spans: usize = all.iter().map(|s| lines.span(&s.range()).1).sum();
+    let last = all.last().map(|s| s.path.clone());
+    let found = last
+        .as_deref()
+        .map_or(0, |p| find(text, &all, p).map_or(0, |s| s.block));
+    let edit = EditOp::Append {
+        text: "x".into(),
+        section: last,
+    };
+    let edited = apply(text, &[edit], false, &NoIds).map_or(0, |t| t.len());
+    all.len() + spans + found + edited
+}
+
 /// Everything the server does with a note's text.
 fn work(text: &str) -> usize {
     let page = parse_page(text, "s");
@@ -71,7 +104,7 @@ fn work(text: &str) -> usize {
     let tags = extract_inline_tags(text).len();
     let added = add_tag(text, "scale").ok().flatten().map_or(0, |s| s.len());
     let removed = remove_tag(text, "t").map_or(0, |(_, n)| n);
-    page.blocks.len() + out.len() + links + tags + added + removed
+    page.blocks.len() + out.len() + links + tags + added + removed + sections_work(text)
 }
 
 fn median_time(text: &str) -> Duration {

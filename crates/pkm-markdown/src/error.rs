@@ -55,6 +55,55 @@ pub enum MarkdownError {
     /// is refused rather than written.
     #[error("the tag edit lost its place in the note (bytes {start}..{end})")]
     LostPlace { start: usize, end: usize },
+    /// No section of the note has the address; `headings` are the paths it has.
+    #[error("no section {address:?} in this note; {}", listed(headings))]
+    NoSection {
+        address: String,
+        headings: Vec<String>,
+    },
+    /// More than one section has the address.
+    #[error("section {address:?} is ambiguous: it may be {}", choices.join(", "))]
+    AmbiguousSection {
+        address: String,
+        choices: Vec<String>,
+    },
+    /// A `replace` found its text another number of times than the caller expected.
+    #[error("found {found} occurrence(s) of {find:?}, expected {expected}; nothing was written")]
+    FindCount {
+        find: String,
+        expected: usize,
+        found: usize,
+    },
+    /// No block of the note has the id.
+    #[error("no block {0:?} in this note")]
+    NoBlock(String),
+    /// Edit `n` (from 1) of an edit list was refused.
+    #[error("edit {n}: {source}")]
+    InEdit {
+        n: usize,
+        source: Box<MarkdownError>,
+    },
+}
+
+/// The headings a note has, as an error lists them (the first 50).
+fn listed(headings: &[String]) -> String {
+    const SHOWN: usize = 50;
+    if headings.is_empty() {
+        return "it has no headings".to_owned();
+    }
+    let mut s = format!(
+        "its headings: {}",
+        headings
+            .iter()
+            .take(SHOWN)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if headings.len() > SHOWN {
+        s.push_str(&format!(" and {} more", headings.len() - SHOWN));
+    }
+    s
 }
 
 /// Errors of frontmatter parsing.
@@ -63,11 +112,14 @@ pub type FrontmatterError = MarkdownError;
 pub type TagEditError = MarkdownError;
 
 impl MarkdownError {
-    /// Every error of this crate but [`MarkdownError::LostPlace`] is about the input text, so
-    /// `InvalidArgs`; a lost place is this crate's fault, `Internal`.
+    /// Every error of this crate but [`MarkdownError::LostPlace`] and
+    /// [`MarkdownError::NoBlock`] is about the input text, so `InvalidArgs`; a lost place is this
+    /// crate's fault, `Internal`; a block the note does not hold is `NotFound`.
     pub fn kind(&self) -> ErrorKind {
         match self {
             MarkdownError::LostPlace { .. } => ErrorKind::Internal,
+            MarkdownError::NoBlock(_) => ErrorKind::NotFound,
+            MarkdownError::InEdit { source, .. } => source.kind(),
             _ => ErrorKind::InvalidArgs,
         }
     }
@@ -75,7 +127,24 @@ impl MarkdownError {
 
 impl From<MarkdownError> for KbError {
     fn from(e: MarkdownError) -> Self {
-        let hint = match e {
+        KbError::new(e.kind(), e.to_string()).with_hint(e.hint())
+    }
+}
+
+impl MarkdownError {
+    /// What the caller can do about it.
+    fn hint(&self) -> &'static str {
+        match self {
+            MarkdownError::InEdit { source, .. } => source.hint(),
+            MarkdownError::NoSection { .. } | MarkdownError::AmbiguousSection { .. } => {
+                "Address a section by its heading's text or by a path of headings from an outer one down (`Projects#Q3#Risks`), as the message lists them."
+            }
+            MarkdownError::FindCount { .. } => {
+                "Pass `count` as the number of occurrences to replace them all, or make `find` longer so that it names one place."
+            }
+            MarkdownError::NoBlock(_) => {
+                "Pass a block id {open_page} gives for this note now; an edit before this one may have changed the block."
+            }
             MarkdownError::InvalidTag(_) => {
                 "Tags are letters, digits and `_ - / .`, without spaces."
             }
@@ -92,7 +161,6 @@ impl From<MarkdownError> for KbError {
                 "Write `tags` as a list (`tags: [a, b]`) and retry, or edit the note with {save_page}."
             }
             _ => "Fix the YAML between the `---` fences at the top of the note.",
-        };
-        KbError::new(e.kind(), e.to_string()).with_hint(hint)
+        }
     }
 }

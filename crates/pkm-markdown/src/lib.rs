@@ -5,6 +5,8 @@
 
 pub mod block_parser;
 pub mod dialect;
+pub mod diff;
+pub mod edit;
 pub mod error;
 pub mod frontmatter;
 mod inline_tags;
@@ -14,6 +16,7 @@ mod outline;
 mod page_props;
 pub mod properties;
 mod regions;
+pub mod sections;
 pub mod serialize;
 mod splice;
 pub mod tags;

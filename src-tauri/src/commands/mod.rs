@@ -1,6 +1,7 @@
 //! The commands, grouped as the desktop app groups them. Each takes `&App` and `VaultPath`s and
 //! returns a contract DTO or a `KbError`.
 
+pub mod edit;
 pub mod graph;
 pub mod page;
 pub mod properties;

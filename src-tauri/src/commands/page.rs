@@ -10,7 +10,12 @@ use crate::dto::{self, Empty, LinkDto, NoteDocument, PageList, PageSummary, TagO
 use crate::read_failure::ReadFailure;
 use crate::write_path::{Edit, Outcome, escapes, not_regular};
 
-fn document(path: &VaultPath, text: String, p: &Prepared, ids: &[Option<String>]) -> NoteDocument {
+pub(crate) fn document(
+    path: &VaultPath,
+    text: String,
+    p: &Prepared,
+    ids: &[Option<String>],
+) -> NoteDocument {
     NoteDocument {
         path: path.as_str().to_owned(),
         slug: path.slug().to_owned(),
@@ -32,7 +37,7 @@ fn document(path: &VaultPath, text: String, p: &Prepared, ids: &[Option<String>]
     }
 }
 
-fn read_text(app: &App, path: &VaultPath) -> KbResult<(String, std::fs::Metadata)> {
+pub(crate) fn read_text(app: &App, path: &VaultPath) -> KbResult<(String, std::fs::Metadata)> {
     let (bytes, meta) = app.root.read_regular(path.as_str()).map_err(|e| match e {
         ReadFailure::NotRegular => not_regular(path),
         ReadFailure::Escapes => escapes(path),

@@ -61,6 +61,9 @@ TOOLS = {
     "kb_remove_tag",
     "kb_vault_info",
     # Extensions (docs/advanced/mcp.md, "Extensions").
+    "kb_edit_page",
+    "kb_get_outline",
+    "kb_get_section",
     "kb_set_properties",
     "kb_recent_changes",
     "kb_list_tags",
@@ -88,6 +91,9 @@ RESULT_KEYS: dict[str, tuple[set[str], set[str]]] = {
     "kb_add_tag": (TAG_RESULT_KEYS, set()),
     "kb_remove_tag": (TAG_RESULT_KEYS, set()),
     "kb_vault_info": ({"vault_path", "page_count", "block_count", "index_fresh", "last_indexed_at"}, set()),
+    "kb_edit_page": (NOTE_KEYS | {"diff", "written"}, set()),
+    "kb_get_outline": ({"path", "headings", "modified_at"}, set()),
+    "kb_get_section": ({"path", "section", "text", "line_start", "line_end", "modified_at"}, set()),
     "kb_set_properties": ({"path", "form", "changed", "dry_run", "modified_at", "changes"}, set()),
     "kb_recent_changes": ({"changes", "total", "next_offset"}, set()),
     "kb_list_tags": ({"tags", "total", "next_offset"}, set()),
@@ -592,6 +598,55 @@ async def test_kb_set_properties_then_recent_changes_and_list_tags(connect, tran
 
         await call(client, "kb_set_properties", {"path": path, "remove": ["status", "tags"]})
         assert note_text(vault, path) == text
+
+
+@pytest.mark.anyio
+async def test_kb_get_outline_get_section_and_edit_page(connect, transport: str) -> None:
+    vault, open_client = connect
+    path = f"inbox/Python SDK {transport} edit.md"
+    content = "# Plan\n\n## Known issues\n- one\n\n## Done\n- old\n"
+    async with open_client() as client:
+        await call(client, "kb_write_page", {"path": path, "content": content})
+        outline = await call(client, "kb_get_outline", {"path": path})
+        assert [h["section"] for h in outline["headings"]] == ["Plan", "Plan#Known issues", "Plan#Done"]
+        assert [h["level"] for h in outline["headings"]] == [1, 2, 2]
+
+        section = await call(client, "kb_get_section", {"path": path, "section": "known issues"})
+        assert section["text"] == "## Known issues\n- one\n"
+        assert (section["line_start"], section["line_end"]) == (3, 4)
+
+        edits = [{"op": "append", "section": "Known issues", "text": "- two"}]
+        dry = await call(client, "kb_edit_page", {"path": path, "edits": edits, "dry_run": True})
+        assert dry["written"] is False
+        assert "\n+- two\n" in dry["diff"]
+        assert note_text(vault, path) == content
+
+        edited = await call(
+            client,
+            "kb_edit_page",
+            {"path": path, "edits": edits, "expected_modified": section["modified_at"]},
+        )
+        assert edited["written"] is True
+        assert edited["content"] == "# Plan\n\n## Known issues\n- one\n- two\n\n## Done\n- old\n"
+        assert note_text(vault, path) == edited["content"]
+
+        # The same guard again is stale now: Conflict, nothing written.
+        with pytest.raises(MCPError) as err:
+            await client.call_tool(
+                "kb_edit_page",
+                {"path": path, "edits": edits, "expected_modified": section["modified_at"]},
+            )
+        assert err.value.code == CONFLICT
+        assert note_text(vault, path) == edited["content"]
+
+        for name, args in [
+            ("kb_get_outline", {"path": "nowhere/Missing.md"}),
+            ("kb_get_section", {"path": "nowhere/Missing.md", "section": "A"}),
+            ("kb_edit_page", {"path": "nowhere/Missing.md", "edits": edits}),
+        ]:
+            with pytest.raises(MCPError) as err:
+                await client.call_tool(name, args)
+            assert err.value.code == NOT_FOUND, name
 
 
 @pytest.mark.anyio

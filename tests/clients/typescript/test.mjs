@@ -33,10 +33,11 @@ const TIMEOUT_MS = 30_000;
 // The contract's fifteen and the extensions (docs/advanced/mcp.md, "Extensions"), sorted.
 const TOOLS = [
   'kb_add_tag', 'kb_autocomplete', 'kb_backlinks', 'kb_delete_page', 'kb_get_page', 'kb_graph',
-  'kb_index_status', 'kb_list_pages', 'kb_list_tags', 'kb_recent_changes', 'kb_reindex',
-  'kb_remove_tag', 'kb_resolve_link', 'kb_search', 'kb_search_by_tag', 'kb_set_properties',
-  'kb_vault_info', 'kb_write_page',
-];
+  'kb_index_status', 'kb_list_pages', 'kb_reindex', 'kb_remove_tag', 'kb_resolve_link', 'kb_search',
+  'kb_search_by_tag', 'kb_vault_info', 'kb_write_page',
+  // Extensions (docs/advanced/mcp.md, "Extensions").
+  'kb_edit_page', 'kb_get_outline', 'kb_get_section', 'kb_set_properties', 'kb_recent_changes', 'kb_list_tags',
+].sort();
 
 const NOTE_KEYS = ['path', 'slug', 'title', 'content', 'frontmatter', 'links', 'tags', 'block_count', 'modified_at'];
 const INDEX_STATUS_KEYS = ['index_fresh', 'indexed_pages', 'total_pages', 'indexed_blocks', 'last_indexed_at'];
@@ -60,6 +61,9 @@ const RESULT_KEYS = {
   kb_add_tag: [TAG_RESULT_KEYS, []],
   kb_remove_tag: [TAG_RESULT_KEYS, []],
   kb_vault_info: [['vault_path', 'page_count', 'block_count', 'index_fresh', 'last_indexed_at'], []],
+  kb_edit_page: [[...NOTE_KEYS, 'diff', 'written'], []],
+  kb_get_outline: [['path', 'headings', 'modified_at'], []],
+  kb_get_section: [['path', 'section', 'text', 'line_start', 'line_end', 'modified_at'], []],
   kb_set_properties: [['path', 'form', 'changed', 'dry_run', 'modified_at', 'changes'], []],
   kb_recent_changes: [['changes', 'total', 'next_offset'], []],
   kb_list_tags: [['tags', 'total', 'next_offset'], []],
@@ -273,7 +277,7 @@ for (const [kind, version] of ['stdio', 'http'].flatMap((k) => PROTOCOL_VERSIONS
         assert.equal(client.getServerCapabilities().tools.listChanged, false);
       }));
 
-    it('tools/list has the fifteen kb_* tools, each with an outputSchema', () =>
+    it('tools/list has the kb_* tools, each with an outputSchema', () =>
       fx.with(async ({ client }) => {
         const { tools } = await client.listTools();
         assert.deepEqual(tools.map((t) => t.name).sort(), TOOLS);
@@ -510,6 +514,37 @@ for (const [kind, version] of ['stdio', 'http'].flatMap((k) => PROTOCOL_VERSIONS
           assert.deepEqual(tags.tags, [{ tag, count: 1 }]);
           await call(client, 'kb_set_properties', { path, remove: ['status', 'tags'] });
           assert.equal(noteText(path), text);
+        }));
+
+      it('kb_get_outline, kb_get_section and kb_edit_page', () =>
+        withTools(async (client) => {
+          const path = `inbox/TS SDK ${kind} ${version} edit.md`;
+          const content = '# Plan\n\n## Known issues\n- one\n\n## Done\n- old\n';
+          await call(client, 'kb_write_page', { path, content });
+          const outline = await call(client, 'kb_get_outline', { path });
+          assert.deepEqual(outline.headings.map((h) => h.section), ['Plan', 'Plan#Known issues', 'Plan#Done']);
+          const section = await call(client, 'kb_get_section', { path, section: 'known issues' });
+          assert.equal(section.text, '## Known issues\n- one\n');
+          assert.deepEqual([section.line_start, section.line_end], [3, 4]);
+          const edits = [{ op: 'append', section: 'Known issues', text: '- two' }];
+          const dry = await call(client, 'kb_edit_page', { path, edits, dry_run: true });
+          assert.equal(dry.written, false);
+          assert.ok(dry.diff.includes('\n+- two\n'), dry.diff);
+          assert.equal(noteText(path), content);
+          const edited = await call(client, 'kb_edit_page', { path, edits, expected_modified: section.modified_at });
+          assert.equal(edited.written, true);
+          assert.equal(edited.content, '# Plan\n\n## Known issues\n- one\n- two\n\n## Done\n- old\n');
+          assert.equal(noteText(path), edited.content);
+          for (const [name, args] of [
+            ['kb_get_outline', { path: 'nowhere/Missing.md' }],
+            ['kb_get_section', { path: 'nowhere/Missing.md', section: 'A' }],
+            ['kb_edit_page', { path: 'nowhere/Missing.md', edits }],
+          ]) {
+            await assert.rejects(client.callTool({ name, arguments: args }), (err) => {
+              assert.equal(err.code, NOT_FOUND, name);
+              return true;
+            });
+          }
         }));
 
       it('kb_vault_info', () =>

@@ -4,6 +4,10 @@
 #[cfg(test)]
 mod blocks;
 #[cfg(test)]
+mod edit_list_check;
+#[cfg(test)]
+mod edits;
+#[cfg(test)]
 mod fixtures;
 #[cfg(test)]
 mod frontmatter_limits;
@@ -15,6 +19,8 @@ mod property_edits;
 mod props;
 #[cfg(test)]
 mod robustness;
+#[cfg(test)]
+mod sections;
 #[cfg(test)]
 mod tag_edits;
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 use stratum_app::App;
 use stratum_app::commands::properties::PropertyRequest;
 use stratum_app::commands::search::CompleteKind;
-use stratum_app::commands::{graph, page, properties, recent, search, tags, vault};
+use stratum_app::commands::{edit, graph, page, properties, recent, search, tags, vault};
 use stratum_app::scan::ScanMode;
 
 use super::Args;
@@ -289,5 +289,91 @@ pub(super) fn list_tags(app: &App, a: Args) -> KbResult<Value> {
         a.prefix.as_deref(),
         a.limit,
         a.offset,
+    )?)
+}
+
+/// One edit of `kb_edit_page`, as its schema's `oneOf` gives it.
+#[derive(Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum EditArg {
+    Append {
+        text: String,
+        section: Option<String>,
+    },
+    Prepend {
+        text: String,
+        section: Option<String>,
+    },
+    ReplaceSection {
+        section: String,
+        text: String,
+    },
+    Replace {
+        find: String,
+        text: String,
+        #[serde(default = "one")]
+        count: usize,
+    },
+    ReplaceBlock {
+        block_id: String,
+        text: String,
+    },
+}
+
+fn one() -> usize {
+    1
+}
+
+impl From<EditArg> for edit::EditOp {
+    fn from(e: EditArg) -> Self {
+        use edit::EditOp;
+        match e {
+            EditArg::Append { text, section } => EditOp::Append { text, section },
+            EditArg::Prepend { text, section } => EditOp::Prepend { text, section },
+            EditArg::ReplaceSection { section, text } => EditOp::ReplaceSection { section, text },
+            EditArg::Replace { find, text, count } => EditOp::Replace { find, text, count },
+            EditArg::ReplaceBlock { block_id, text } => EditOp::ReplaceBlock { block_id, text },
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct EditPage {
+    path: String,
+    edits: Vec<EditArg>,
+    expected_modified: Option<String>,
+    dry_run: bool,
+}
+
+pub(super) fn edit_page(app: &App, a: Args) -> KbResult<Value> {
+    let a: EditPage = typed(a)?;
+    let path = note_path(app, &a.path, "path")?;
+    let edits = a.edits.into_iter().map(Into::into).collect();
+    json(edit::edit_page(
+        app,
+        &path,
+        edits,
+        a.expected_modified.as_deref(),
+        a.dry_run,
+    )?)
+}
+
+pub(super) fn get_outline(app: &App, a: Args) -> KbResult<Value> {
+    let a: PathArg = typed(a)?;
+    json(edit::get_outline(app, &note_path(app, &a.path, "path")?)?)
+}
+
+#[derive(Deserialize)]
+struct GetSection {
+    path: String,
+    section: String,
+}
+
+pub(super) fn get_section(app: &App, a: Args) -> KbResult<Value> {
+    let a: GetSection = typed(a)?;
+    json(edit::get_section(
+        app,
+        &note_path(app, &a.path, "path")?,
+        &a.section,
     )?)
 }

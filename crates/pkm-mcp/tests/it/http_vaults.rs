@@ -175,12 +175,13 @@ fn one_server_serves_two_vaults_and_keeps_tokens_to_theirs() {
     }
     assert_eq!(s.get("/mcp").0, 404, "no vault is served without its name");
 
-    // The same tools on each, over each vault's own notes.
+    // The same tools on each (the contract's fifteen and the extensions), over each vault's own
+    // notes.
     let ws = s.open("/work/mcp", &every);
     let hs = s.open("/home/mcp", &every);
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     let work_tools = tool_names(&s.post("/work/mcp", &every, Some(&ws), &list));
-    assert_eq!(work_tools.len(), pkm_mcp::tools::TOOLS.len());
+    assert_eq!(work_tools.len(), 21);
     assert_eq!(
         work_tools,
         tool_names(&s.post("/home/mcp", &every, Some(&hs), &list))

@@ -9,6 +9,7 @@ mod crash;
 mod dialects;
 mod docs;
 mod docs_commands;
+mod edit_tools;
 mod http_fleet;
 mod http_oauth;
 mod http_rate_limit;
