@@ -11,6 +11,7 @@ use crate::error::MarkdownError;
 use crate::frontmatter;
 use crate::lines;
 use crate::sections::{self, Section, SectionKind, after_break, flatten, last_content_end};
+pub use crate::splice::line_ending;
 
 /// One edit of `kb_edit_page`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,7 +67,7 @@ pub fn apply(
             n: i + 1,
             source: Box::new(e),
         })?;
-        current = splice(&current, &splices);
+        current = splice(&current, &splices)?;
     }
     Ok(current)
 }
@@ -125,31 +126,22 @@ pub fn plan(
     })
 }
 
-/// `text` with `splices` (sorted, not overlapping) made.
-pub fn splice(text: &str, splices: &[Splice]) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut pos = 0;
-    for s in splices {
-        out.push_str(text.get(pos..s.range.start).unwrap_or_default());
-        out.push_str(&s.text);
-        pos = s.range.end;
-    }
-    out.push_str(text.get(pos..).unwrap_or_default());
-    out
+/// `text` with `splices` (sorted, not overlapping) made, through the crate's one span editor
+/// (`splice.rs`): a splice outside the text or off a character boundary is an error, never an
+/// empty string.
+pub fn splice(text: &str, splices: &[Splice]) -> Result<String, MarkdownError> {
+    crate::splice::apply(
+        text,
+        splices
+            .iter()
+            .map(|s| crate::splice::Edit::replace(s.range.clone().into(), s.text.clone()))
+            .collect(),
+    )
 }
 
 fn found(text: &str, address: &str) -> Result<Section, MarkdownError> {
     let all = sections::sections(text);
     sections::find(text, &all, address).cloned()
-}
-
-/// The note's line ending: that of its first line, `\n` when it has one line.
-pub fn line_ending(text: &str) -> &'static str {
-    match text.find(['\n', '\r']) {
-        Some(i) if text.get(i..i + 2) == Some("\r\n") => "\r\n",
-        Some(i) if text.get(i..i + 1) == Some("\r") => "\r",
-        _ => "\n",
-    }
 }
 
 /// `t` with its `\n`s written as `eol`; text that holds a `\r` already has its own line endings.

@@ -51,9 +51,9 @@ pub enum MarkdownError {
     /// The note's properties are written in a form the property editor does not change in place.
     #[error("cannot edit the note's properties: {0}")]
     UnsupportedProperty(String),
-    /// A tag edit located text at bytes the note does not hold there: a fault of the edit, which
+    /// An edit located text at bytes the note does not hold there: a fault of the edit, which
     /// is refused rather than written.
-    #[error("the tag edit lost its place in the note (bytes {start}..{end})")]
+    #[error("the edit lost its place in the note (bytes {start}..{end})")]
     LostPlace { start: usize, end: usize },
     /// No section of the note has the address; `headings` are the paths it has.
     #[error("no section {address:?} in this note; {}", listed(headings))]

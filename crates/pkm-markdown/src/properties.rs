@@ -13,7 +13,7 @@ use crate::error::MarkdownError;
 use crate::frontmatter::{self, FrontmatterSpan};
 use crate::lines;
 use crate::page_props::{PageProps, page_props, remove_prop_line};
-use crate::splice::{Edit, Span, apply, newline, text_newline};
+use crate::splice::{Edit, Span, apply, line_ending, newline};
 
 /// Where a note keeps its properties.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -291,7 +291,7 @@ fn yaml_set(text: &str, key: &str, value: &Value) -> Result<String, MarkdownErro
     let Some(span) = frontmatter::locate(text) else {
         let bom = frontmatter::bom_len(text);
         let (head, rest) = text.split_at_checked(bom).unwrap_or(("", text));
-        let nl = text_newline(text);
+        let nl = line_ending(text);
         let line = format!("{}:{}", yaml_key(key), yaml_value(value, None, nl));
         return Ok(format!("{head}---{nl}{line}{nl}---{nl}{rest}"));
     };
@@ -447,13 +447,13 @@ fn logseq_set(text: &str, key: &str, value: &str) -> Result<String, MarkdownErro
                     Edit::insert(l.next, format!("{indent}{}{nl}", logseq_line(key, value)))
                 }
                 false => {
-                    let nl = text_newline(text);
+                    let nl = line_ending(text);
                     Edit::insert(l.end, format!("{nl}{indent}{}", logseq_line(key, value)))
                 }
             }
         }
         None => {
-            let nl = text_newline(text);
+            let nl = line_ending(text);
             let gap = if text.len() > body { nl } else { "" };
             Edit::insert(body, format!("{}{nl}{gap}", logseq_line(key, value)))
         }

@@ -1,15 +1,18 @@
-//! The text edits the tag and property editors make: a checked span of the note, one change
-//! (replace a span), applying a set of them, and the note's line break.
+//! The text edits every editor of this crate makes (tags, properties, `kb_edit_page`'s edit
+//! lists): a checked span of the note, one change (replace a span), applying a set of them, and
+//! the note's line ending.
 
 use std::ops::Range;
 
 use crate::error::TagEditError;
 use crate::frontmatter::FrontmatterSpan;
 
-/// The note's line break: `\r\n` when its first line ends so, else `\n`.
-pub(crate) fn text_newline(text: &str) -> &'static str {
-    match text.find('\n') {
-        Some(i) if i > 0 && text.as_bytes().get(i - 1) == Some(&b'\r') => "\r\n",
+/// The note's line ending: that of its first line, `\n` when it has one line. Every editor of
+/// this crate writes the lines it adds with it.
+pub fn line_ending(text: &str) -> &'static str {
+    match text.find(['\n', '\r']) {
+        Some(i) if text.get(i..i + 2) == Some("\r\n") => "\r\n",
+        Some(i) if text.get(i..i + 1) == Some("\r") => "\r",
         _ => "\n",
     }
 }

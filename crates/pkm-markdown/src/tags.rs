@@ -14,7 +14,7 @@ pub use crate::inline_tags::{extract_inline_tags, extract_inline_tags_as, normal
 use crate::lines;
 use crate::page_props::{PageProps, page_props, remove_prop_line, unsupported_props};
 use crate::regions;
-use crate::splice::{Edit, Item, Span, apply, newline, text_newline};
+use crate::splice::{Edit, Item, Span, apply, line_ending, newline};
 
 /// Adds `tag` to the note's page tags, in the form the note already uses. `Ok(None)` when the
 /// note already has it (in frontmatter, in Logseq `tags::` on the first block, or as an inline
@@ -74,7 +74,7 @@ pub fn add_tag(text: &str, tag: &str) -> Result<Option<String>, TagEditError> {
     let (Some(span), Some(_)) = (span, fm) else {
         let bom = frontmatter::bom_len(text);
         let (head, rest) = text.split_at_checked(bom).unwrap_or(("", text));
-        let nl = text_newline(text);
+        let nl = line_ending(text);
         return Ok(Some(format!(
             "{head}---{nl}tags: [{item}]{nl}---{nl}{rest}"
         )));
@@ -436,7 +436,7 @@ fn add_to_props(
                 // Page properties: the new line goes first.
                 let nl = match first.next > first.end {
                     true => Span::new(first.end, first.next).of(text)?,
-                    false => text_newline(text),
+                    false => line_ending(text),
                 };
                 Edit::insert(first.start, format!("{indent}tags:: {tag}{nl}"))
             } else if l.next > l.end && l.next < text.len() {

@@ -116,7 +116,7 @@ pub fn check(data: &[u8]) {
             );
             end = s.range.end;
         }
-        let next = splice(&current, &splices);
+        let next = splice(&current, &splices).expect("splices in bounds apply");
         if let (Some(first), Some(last)) = (splices.first(), splices.last()) {
             assert!(
                 next.starts_with(&current[..first.range.start]),

@@ -481,7 +481,7 @@ proptest! {
         let mut ok = true;
         for e in &ops {
             let Ok(splices) = plan(&current, e, outline, &ByOrder) else { ok = false; break };
-            let next = splice(&current, &splices);
+            let next = splice(&current, &splices).expect("splices in bounds apply");
             for w in splices.windows(2) {
                 prop_assert!(w[0].range.end <= w[1].range.start);
             }

@@ -293,6 +293,28 @@ proptest! {
 mod regressions {
     use super::*;
 
+    /// tag_edits_do_what_they_say: an ordered item whose text is a property holding a fence.
+    #[test]
+    fn tag_edits_on_an_ordered_item_holding_a_fence() {
+        let text = "1. x:: ```\n^";
+        if let Ok(Some(out)) = pkm_markdown::tags::add_tag(text, "proj") {
+            assert!(
+                parse_page(&out, "s").tags.iter().any(|t| t == "proj"),
+                "{text:?} -> {out:?}"
+            );
+        }
+        if let Ok((out, n)) = pkm_markdown::tags::remove_tag(text, "proj") {
+            assert!(
+                !extract_inline_tags(&out)
+                    .iter()
+                    .any(|(t, _)| t.eq_ignore_ascii_case("proj"))
+            );
+            if n == 0 {
+                assert_eq!(out, text);
+            }
+        }
+    }
+
     #[test]
     fn empty_bullet_with_only_children() {
         let text = "-\n  - child\n";
