@@ -94,7 +94,7 @@ done
 export BENCH_RELEVANCE="$(ls "$OUT"/relevance-*-new.json "$OUT"/relevance-*-baseline.json 2>/dev/null | tr '\n' ' ')"
 
 python3 - "$ROOT/docs/benchmarks.md" "$SEED" "${results[@]}" <<'PY'
-import json, os, platform, subprocess, sys, datetime
+import json, math, os, platform, subprocess, sys, datetime
 out, seed, files = sys.argv[1], sys.argv[2], sys.argv[3:]
 rs = [json.load(open(f)) for f in files]
 
@@ -261,6 +261,56 @@ if rel:
         who = "this build" if d["path"].endswith("-new.json") else "baseline"
         lines.append(f"| {d['label']} | {who} | {m['queries']} | {m['top1']:.1%} | {m['top3']:.1%} | "
                      f"{m['mrr']:.3f} | {m['no_results']} |")
+# Charts (SVG, no plotting library): a measure against vault size, this build beside the baseline.
+def chart(name, title, unit, value):
+    series = {}
+    for r in rs:
+        try:
+            v = value(r)
+        except KeyError:
+            continue
+        series.setdefault("baseline" if r.get("baseline") else "this build", []).append((r["notes"], v))
+    if not series:
+        return
+    W, H, L, B, T, R = 560, 300, 70, 40, 30, 130
+    xs = sorted({n for pts in series.values() for n, _ in pts})
+    vals = [v for pts in series.values() for _, v in pts if v > 0] or [1]
+    lo, hi = math.log10(min(vals) / 1.5), math.log10(max(vals) * 1.5)
+
+    lx = lambda n: L + (W - L - R) * (0.5 if len(xs) == 1 else (math.log10(n) - math.log10(xs[0])) / (math.log10(xs[-1]) - math.log10(xs[0])))
+    ly = lambda v: H - B - (H - B - T) * (math.log10(max(v, 10 ** lo)) - lo) / (hi - lo)
+    out_svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
+               f'<rect width="{W}" height="{H}" fill="white"/>',
+               f'<text x="{L}" y="18" font-size="14">{title}</text>',
+               f'<line x1="{L}" y1="{H - B}" x2="{W - R}" y2="{H - B}" stroke="black"/>',
+               f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H - B}" stroke="black"/>']
+    for i in range(5):
+        v = 10 ** (lo + (hi - lo) * i / 4)
+        out_svg.append(f'<text x="{L - 6}" y="{ly(v) + 4:.1f}" text-anchor="end">{v:.3g}</text>')
+        out_svg.append(f'<line x1="{L}" y1="{ly(v):.1f}" x2="{W - R}" y2="{ly(v):.1f}" stroke="#ddd"/>')
+    for n in xs:
+        out_svg.append(f'<text x="{lx(n):.1f}" y="{H - B + 16}" text-anchor="middle">{size(n // 1000 * 1000)} notes</text>')
+    out_svg.append(f'<text x="14" y="{(H - B + T) / 2:.0f}" transform="rotate(-90 14 {(H - B + T) / 2:.0f})" text-anchor="middle">{unit}</text>')
+    for k, (label, pts) in enumerate(sorted(series.items(), key=lambda kv: kv[0] != "baseline")):
+        color = ["#999999", "#1f77b4"][k % 2]
+        pts.sort()
+        path = " ".join(f"{lx(n):.1f},{ly(v):.1f}" for n, v in pts)
+        out_svg.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
+        for n, v in pts:
+            out_svg.append(f'<circle cx="{lx(n):.1f}" cy="{ly(v):.1f}" r="3" fill="{color}"/>')
+        out_svg.append(f'<rect x="{W - R + 12}" y="{T + 20 * k}" width="12" height="12" fill="{color}"/>')
+        out_svg.append(f'<text x="{W - R + 30}" y="{T + 20 * k + 11}">{label}</text>')
+    out_svg.append("</svg>")
+    open(os.path.join(os.path.dirname(out), name), "w").write("\n".join(out_svg) + "\n")
+    return f"![{title}]({name})"
+
+charts = [c for c in (
+    chart("bench-cold-index.svg", "Cold index (median of 3), s", "seconds", lambda r: r["cold_index_s"]),
+    chart("bench-search-p95.svg", "kb_search p95 over stdio, ms", "milliseconds", lambda r: r["search"]["p95"]),
+) if c]
+if charts:
+    lines += ["", "## Charts", "", "Drawn by `scripts/bench.sh` from the table above (both axes on a log scale).", ""]
+    lines += [c + "\n" for c in charts]
 # The reading of the numbers (targets, misses, profiles) is kept by hand next to this script.
 analysis = os.path.join(os.path.dirname(out), "..", "scripts", "bench", "analysis.md")
 if os.path.exists(analysis):
