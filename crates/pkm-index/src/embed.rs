@@ -404,30 +404,31 @@ impl QueryVector {
 
     /// Cosine similarity with a note's stored values and scale (both unit vectors).
     ///
-    /// The hot loop of a search (one call per note): written as sums of products of neighbouring
-    /// pairs in blocks of [`LANES`], which the compiler turns into packed multiply-adds (`pmaddwd`
-    /// on x86-64, `smlal` on ARM). An `i8` × `i8` product fits an `i16`; the sum of two fits an
-    /// `i32`, and 256 of them far from overflow it.
+    /// The hot loop of a search (one call per note): the query's values are `i16` already and
+    /// each block of [`LANES`] products is summed on its own, which the compiler turns into
+    /// packed multiply-adds (`pmaddwd` on x86-64); the plain `i8` × `i8` sum it did not (10k
+    /// vectors of 256: 0.45 to 0.53 ms against 0.60 to 0.68 ms, a microbenchmark on two busy
+    /// cores). An `i8` × `i8` product fits an `i16`, and 256 of them are far from overflowing an
+    /// `i32`.
+    #[inline]
     pub(crate) fn similarity(&self, values: &[i8], scale: f32) -> f32 {
-        let mut sums = [0i32; LANES / 2];
         let query = self.values.chunks_exact(LANES);
         let note = values.chunks_exact(LANES);
-        let (query_rest, note_rest) = (query.remainder(), note.remainder());
-        for (q, n) in query.zip(note) {
-            let (Ok(q), Ok(n)) = (<&[i16; LANES]>::try_from(q), <&[i8; LANES]>::try_from(n)) else {
-                continue;
-            };
-            for (i, sum) in sums.iter_mut().enumerate() {
-                let (a, b) = (2 * i, 2 * i + 1);
-                *sum += i32::from(q[a]) * i32::from(n[a]) + i32::from(q[b]) * i32::from(n[b]);
-            }
-        }
-        let rest: i32 = query_rest
+        let rest: i32 = query
+            .remainder()
             .iter()
-            .zip(note_rest)
+            .zip(note.remainder())
             .map(|(a, b)| i32::from(*a) * i32::from(*b))
             .sum();
-        let dot = sums.iter().sum::<i32>() + rest;
+        let mut dot = rest;
+        for (q, n) in query.zip(note) {
+            let block: i32 = q
+                .iter()
+                .zip(n)
+                .map(|(a, b)| i32::from(*a) * i32::from(i16::from(*b)))
+                .sum();
+            dot += block;
+        }
         dot as f32 * self.scale * scale
     }
 }
