@@ -1,6 +1,7 @@
 //! The meaning signal of search: a static embedding model (a vector per WordPiece token, no
 //! network at query time), compiled into the binary, that turns a text into one unit vector.
-//! Texts that say the same in other words ("money back", "refund") get nearby vectors.
+//! Words that mean the same get nearby vectors ("car", "automobile": cosine 0.82); a paraphrase
+//! of several words much less ("money back", "refund": 0.06; ADR-0015).
 //!
 //! The model is `model/static-minilm.s2v` (made by the script beside it, see
 //! `crates/pkm-index/model/`), in this format, all little-endian: the magic `S2VEC001`; `u32`
