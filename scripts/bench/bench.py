@@ -241,8 +241,12 @@ def bench_meaning_off(a, res, queries):
     """kb_search with the meaning signal off (`search_meaning: false`, ADR-0015), keyword queries and
     ten-word questions, in a server of its own on the same index."""
     config = os.path.join(a.vault, ".pkm", "config.json")
+    kept = None
+    if os.path.exists(config):
+        with open(config, encoding="utf-8") as f:
+            kept = f.read()
     with open(config, "w", encoding="utf-8") as f:
-        json.dump({"search_meaning": False}, f)
+        json.dump({**(json.loads(kept) if kept else {}), "search_meaning": False}, f)
     try:
         c = StdioClient(a.bin, a.vault)
         try:
@@ -256,7 +260,11 @@ def bench_meaning_off(a, res, queries):
         finally:
             c.close()
     finally:
-        os.remove(config)
+        if kept is None:
+            os.remove(config)
+        else:
+            with open(config, "w", encoding="utf-8") as f:
+                f.write(kept)
 
 
 def bench_stdio(a, res, paths, queries):
