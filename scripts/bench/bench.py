@@ -208,6 +208,65 @@ def run_index(binary, vault):
     return time.perf_counter() - t0
 
 
+# Ten-word questions as an agent asks them (issue #33): a question form and function words around
+# three or four of the vault's own words (from the keyword queries, so the same vocabulary ranges).
+QUESTION_FORMS = (
+    ("where", "did", "I", "write", "about", "the"),
+    ("what", "do", "my", "notes", "say", "about"),
+    ("how", "can", "I", "find", "the", "note", "on"),
+)
+
+
+def ten_word_questions(queries):
+    """One ten-word question per keyword query: a form from QUESTION_FORMS, then the query's words,
+    filled up from the next queries' words."""
+    out = []
+    for i, q in enumerate(queries):
+        form = QUESTION_FORMS[i % len(QUESTION_FORMS)]
+        content = q.split()
+        for other in queries[i + 1:] + queries[:i]:
+            content += [w for w in other.split() if w not in content]
+            if len(form) + len(content) >= 10:
+                break
+        out.append(" ".join(form + tuple(content[:10 - len(form)])))
+    return out
+
+
+def search_latencies(c, queries, rounds):
+    lat = [timed(lambda q=q: c.call("kb_search", {"query": q})) for _ in range(rounds) for q in queries]
+    return {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99)}
+
+
+def bench_meaning_off(a, res, queries):
+    """kb_search with the meaning signal off (`search_meaning: false`, ADR-0015), keyword queries and
+    ten-word questions, in a server of its own on the same index."""
+    config = os.path.join(a.vault, ".pkm", "config.json")
+    kept = None
+    if os.path.exists(config):
+        with open(config, encoding="utf-8") as f:
+            kept = f.read()
+    with open(config, "w", encoding="utf-8") as f:
+        json.dump({**(json.loads(kept) if kept else {}), "search_meaning": False}, f)
+    try:
+        c = StdioClient(a.bin, a.vault)
+        try:
+            c.initialize()
+            c.wait_ready(queries[0])
+            rounds = 1 if a.quick else 5
+            res["search_meaning_off"] = search_latencies(c, queries, rounds)
+            res["search_question_meaning_off"] = search_latencies(c, ten_word_questions(queries), rounds)
+            log(f"meaning off: kb_search p95 {res['search_meaning_off']['p95']} ms, "
+                f"ten-word questions p95 {res['search_question_meaning_off']['p95']} ms")
+        finally:
+            c.close()
+    finally:
+        if kept is None:
+            os.remove(config)
+        else:
+            with open(config, "w", encoding="utf-8") as f:
+                f.write(kept)
+
+
 def bench_stdio(a, res, paths, queries):
     rng = random.Random(42)
     t0 = time.perf_counter()
@@ -226,8 +285,9 @@ def bench_stdio(a, res, paths, queries):
         log(f"warm start {res['warm_start_ms']} ms")
 
         rounds = 1 if a.quick else 5
-        lat = [timed(lambda q=q: c.call("kb_search", {"query": q})) for _ in range(rounds) for q in queries]
-        res["search"] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99)}
+        res["search"] = search_latencies(c, queries, rounds)
+        res["search_question"] = search_latencies(c, ten_word_questions(queries), rounds)
+        log(f"kb_search p95 {res['search']['p95']} ms, ten-word questions p95 {res['search_question']['p95']} ms")
 
         n = 50 if a.quick else 200
         sample = [rng.choice(paths) for _ in range(n)]
@@ -722,6 +782,8 @@ def main():
     res["index_mb"] = round(dir_bytes(os.path.join(a.vault, ".pkm", "search")) / 1e6, 2)
     log(f"cold index {res['cold_index_s']} s ({len(paths)} notes), search index {res['index_mb']} MB")
     bench_stdio(a, res, paths, queries)
+    if not a.baseline:
+        bench_meaning_off(a, res, queries)
     bench_incremental(a, res, paths)
     bench_http(a, res, queries)
 

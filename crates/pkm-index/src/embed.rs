@@ -1,6 +1,7 @@
 //! The meaning signal of search: a static embedding model (a vector per WordPiece token, no
 //! network at query time), compiled into the binary, that turns a text into one unit vector.
-//! Texts that say the same in other words ("money back", "refund") get nearby vectors.
+//! Words that mean the same get nearby vectors ("car", "automobile": cosine 0.82); a paraphrase
+//! of several words much less ("money back", "refund": 0.06; ADR-0015).
 //!
 //! The model is `model/static-minilm.s2v` (made by the script beside it, see
 //! `crates/pkm-index/model/`), in this format, all little-endian: the magic `S2VEC001`; `u32`
@@ -379,11 +380,16 @@ pub(crate) fn dequantize_parts(bytes: &[u8], dims: usize) -> Option<(&[u8], f32)
 /// The query side of a comparison: the query's unit vector quantised to `i8`, so that a note's
 /// similarity is one integer dot product and two multiplications.
 pub(crate) struct QueryVector {
-    values: Vec<i8>,
+    /// The quantised values, widened to `i16` once: the scan multiplies them with each note's
+    /// `i8` values in pairs (see [`QueryVector::similarity`]).
+    values: Vec<i16>,
     scale: f32,
     /// The unquantised vector, for comparing blocks.
     pub(crate) exact: Vec<f32>,
 }
+
+/// Values multiplied per step of [`QueryVector::similarity`].
+const LANES: usize = 16;
 
 impl QueryVector {
     pub(crate) fn new(vector: Vec<f32>) -> QueryVector {
@@ -391,20 +397,39 @@ impl QueryVector {
         let dims = vector.len();
         let (values, scale) = dequantize_parts(&bytes, dims).unwrap_or((&[], 1.0));
         QueryVector {
-            values: values.iter().map(|v| *v as i8).collect(),
+            values: values.iter().map(|v| i16::from(*v as i8)).collect(),
             scale,
             exact: vector,
         }
     }
 
     /// Cosine similarity with a note's stored values and scale (both unit vectors).
+    ///
+    /// The hot loop of a search (one call per note): the query's values are `i16` already and
+    /// each block of [`LANES`] products is summed on its own, which the compiler turns into
+    /// packed multiply-adds (`pmaddwd` on x86-64); the plain `i8` × `i8` sum it did not (10k
+    /// vectors of 256: 0.45 to 0.53 ms against 0.60 to 0.68 ms, a microbenchmark on two busy
+    /// cores). An `i8` × `i8` product fits an `i16`, and 256 of them are far from overflowing an
+    /// `i32`.
+    #[inline]
     pub(crate) fn similarity(&self, values: &[i8], scale: f32) -> f32 {
-        let dot: i32 = self
-            .values
+        let query = self.values.chunks_exact(LANES);
+        let note = values.chunks_exact(LANES);
+        let rest: i32 = query
+            .remainder()
             .iter()
-            .zip(values)
+            .zip(note.remainder())
             .map(|(a, b)| i32::from(*a) * i32::from(*b))
             .sum();
+        let mut dot = rest;
+        for (q, n) in query.zip(note) {
+            let block: i32 = q
+                .iter()
+                .zip(n)
+                .map(|(a, b)| i32::from(*a) * i32::from(i16::from(*b)))
+                .sum();
+            dot += block;
+        }
         dot as f32 * self.scale * scale
     }
 }
@@ -492,6 +517,44 @@ mod tests {
         let (values, scale) = dequantize_parts(&stored, 2).unwrap();
         let values: Vec<i8> = values.iter().map(|v| *v as i8).collect();
         assert!((query.similarity(&values, scale) - cosine(&money, &refund)).abs() < 0.02);
+    }
+
+    /// The scan's dot product (blocks of pairs, then the rest) is the plain one, for vectors
+    /// of the model's length and of lengths that leave a rest, extremes included.
+    #[test]
+    fn the_similarity_is_the_dot_product_of_the_quantised_vectors() {
+        for dims in [2, 16, 17, 256, 261] {
+            let vector: Vec<f32> = (0..dims)
+                .map(|i| ((i * 37 % 101) as f32 - 50.0) * if i % 7 == 0 { 3.0 } else { 1.0 })
+                .collect();
+            let norm = vector.iter().map(|v| v * v).sum::<f32>().sqrt();
+            let vector: Vec<f32> = vector.iter().map(|v| v / norm).collect();
+            let query = QueryVector::new(vector.clone());
+            let (q, q_scale) = {
+                let bytes = quantize(&vector);
+                let (values, scale) = dequantize_parts(&bytes, dims).unwrap();
+                (values.iter().map(|v| *v as i8).collect::<Vec<i8>>(), scale)
+            };
+            for note in [
+                q.clone(),
+                q.iter().map(|v| v.saturating_neg()).collect(),
+                vec![127i8; dims],
+                vec![-127i8; dims],
+                (0..dims).map(|i| (i % 255) as u8 as i8).collect(),
+            ] {
+                let plain: i64 = q
+                    .iter()
+                    .zip(&note)
+                    .map(|(a, b)| i64::from(*a) * i64::from(*b))
+                    .sum();
+                let want = plain as f32 * q_scale * 0.5;
+                let got = query.similarity(&note, 0.5);
+                assert!(
+                    (got - want).abs() <= want.abs() * 1e-6,
+                    "{dims}: {got} / {want}"
+                );
+            }
+        }
     }
 
     /// The compiled-in model reads, and cuts and embeds texts as the model's own tokenizer did
