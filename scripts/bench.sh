@@ -146,6 +146,10 @@ rows = [
     ("kb_backlinks p50 / p95 / p99, ms", lambda r: lat(r, "backlinks")),
     ("kb_graph (path, depth 2) p50 / p95 / p99, ms", lambda r: lat(r, "graph")),
     ("kb_recent_changes (20 newest) p50 / p95 / p99, ms", lambda r: lat(r, "recent_changes")),
+    ("kb_get_outline p50 / p95 / p99, ms", lambda r: lat(r, "get_outline")),
+    ("kb_get_section p50 / p95 / p99, ms", lambda r: lat(r, "get_section")),
+    ("kb_edit_page, one line appended under a heading, p50 / p95 / p99, ms", lambda r: lat(r, "edit_page")),
+    ("Bytes sent to add one line to a note of ~20 KB: kb_edit_page / kb_write_page", lambda r: f"{r['one_line_bytes']['edit_page']} / {r['one_line_bytes']['write_page']} ({r['one_line_bytes']['note'] / 1000:.1f} KB note)"),
     ("kb_list_tags (100 most used) p50 / p95 / p99, ms", lambda r: lat(r, "list_tags")),
     ("kb_write_page p50 / p95, ms", lambda r: f"{r['write']['p50']:.1f} / {r['write']['p95']:.1f}"),
     ("Peak RSS (VmHWM), MB", lambda r: f"{r['peak_rss_mb']:.0f}"),
@@ -210,6 +214,9 @@ targets = [
     ("HTTP at 32 clients with limits in Redis ≥ 80 % of in memory", 17, 10000, lambda r: r["http_limits_32"]["redis"] / r["http_limits_32"]["memory"], lambda v: v >= 0.8, "{:.0%}"),
     ("kb_recent_changes p95 ≤ 10 ms", 31, 10000, lambda r: r["recent_changes"]["p95"], lambda v: v <= 10, "{:.2f} ms"),
     ("kb_list_tags p95 ≤ 10 ms", 31, 10000, lambda r: r["list_tags"]["p95"], lambda v: v <= 10, "{:.2f} ms"),
+    ("kb_edit_page (one line appended under a heading) p95 ≤ 20 ms", 31, 10000, lambda r: r["edit_page"]["p95"], lambda v: v <= 20, "{:.2f} ms"),
+    ("kb_get_outline p95 ≤ 5 ms", 31, 10000, lambda r: r["get_outline"]["p95"], lambda v: v <= 5, "{:.2f} ms"),
+    ("kb_get_section p95 ≤ 5 ms", 31, 10000, lambda r: r["get_section"]["p95"], lambda v: v <= 5, "{:.2f} ms"),
 ]
 lines += [
     "",

@@ -267,6 +267,49 @@ def bench_meaning_off(a, res, queries):
                 f.write(kept)
 
 
+def request_bytes(name, args):
+    """The bytes of a tools/call request as a client sends it over stdio."""
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": args}}
+    return len(json.dumps(msg, ensure_ascii=False).encode("utf-8")) + 1
+
+
+def bench_inside_notes(c, res, sample, vault):
+    """Issue #31's rows: kb_get_outline, kb_get_section and kb_edit_page (one line appended under a
+    heading) on sampled notes that have headings; and the bytes a client sends to add one line to
+    a note of about 20 KB with kb_edit_page against kb_write_page."""
+    headed = []
+    for p in sample:
+        heads = c.call("kb_get_outline", {"path": p})["headings"]
+        if heads:
+            headed.append((p, heads[-1]["section"]))
+    if not headed:
+        return
+    for tool, call in (
+        ("get_outline", lambda p, s: c.call("kb_get_outline", {"path": p})),
+        ("get_section", lambda p, s: c.call("kb_get_section", {"path": p, "section": s})),
+    ):
+        lat = [timed(lambda p=p, s=s: call(p, s)) for p, s in headed]
+        res[tool] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99)}
+        log(f"{tool} p50 {res[tool]['p50']} ms")
+    lat = [timed(lambda i=i, p=p, s=s: c.call("kb_edit_page", {
+        "path": p, "edits": [{"op": "append", "section": s, "text": f"- bench line {i}"}]}))
+        for i, (p, s) in enumerate(headed)]
+    res["edit_page"] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99)}
+    log(f"edit_page p50 {res['edit_page']['p50']} ms")
+    # The note closest to 20 KB among the sampled ones, and one line added under its last heading.
+    p, s = min(headed, key=lambda ps: abs(os.path.getsize(os.path.join(vault, ps[0])) - 20_000))
+    with open(os.path.join(vault, p), encoding="utf-8") as f:
+        text = f.read()
+    line = "- one more line"
+    res["one_line_bytes"] = {
+        "note": len(text.encode("utf-8")),
+        "edit_page": request_bytes("kb_edit_page", {"path": p, "edits": [{"op": "append", "section": s, "text": line}]}),
+        "write_page": request_bytes("kb_write_page", {"path": p, "content": text + line + "\n"}),
+    }
+    log(f"one line into a {res['one_line_bytes']['note']} B note: kb_edit_page sends "
+        f"{res['one_line_bytes']['edit_page']} B, kb_write_page {res['one_line_bytes']['write_page']} B")
+
+
 def bench_stdio(a, res, paths, queries):
     rng = random.Random(42)
     t0 = time.perf_counter()
@@ -305,6 +348,7 @@ def bench_stdio(a, res, paths, queries):
                 lat = [timed(lambda name=name: c.call(name, {})) for _ in range(n)]
                 res[tool] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99)}
                 log(f"{tool} p50 {res[tool]['p50']} ms")
+            bench_inside_notes(c, res, sample, a.vault)
 
         nw = 20 if a.quick else 100
         body = "---\ntitle: Bench\ntags: [bench]\n---\n# Bench\n\n- TODO write benchmark note [[%s]]\n" % paths[0][:-3]

@@ -13,8 +13,10 @@ use crate::lines;
 use crate::sections::{self, Section, SectionKind, after_break, flatten, last_content_end};
 pub use crate::splice::line_ending;
 
-/// One edit of `kb_edit_page`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One edit of `kb_edit_page`, deserialised as its input schema gives it (`{"op": "append", ...}`;
+/// `count` defaults to 1).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
 pub enum EditOp {
     /// At the end of the note, or of the section (in an outline, as its last child).
     Append {
@@ -33,10 +35,15 @@ pub enum EditOp {
     Replace {
         find: String,
         text: String,
+        #[serde(default = "one")]
         count: usize,
     },
     /// The block's own text (after its bullet, up to its properties); its children stay.
     ReplaceBlock { block_id: String, text: String },
+}
+
+fn one() -> usize {
+    1
 }
 
 /// Finds a block by the id the store gave it.

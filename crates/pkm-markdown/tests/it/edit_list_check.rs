@@ -18,8 +18,8 @@ use pkm_markdown::edit::{BlockIds, EditOp, apply, plan, splice};
 use pkm_markdown::frontmatter::body_start;
 use pkm_markdown::sections::{find, line_span, sections};
 
-/// Block ids `b<n>`: the n-th block in pre-order.
-struct ByOrder;
+/// Block ids `b<n>`: the n-th block in pre-order (the edit tests use it too).
+pub struct ByOrder;
 
 impl BlockIds for ByOrder {
     fn position(&self, text: &str, id: &str) -> Option<usize> {

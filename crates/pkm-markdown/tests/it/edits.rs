@@ -5,31 +5,12 @@
 use std::path::Path;
 
 use pkm_markdown::MarkdownError;
-use pkm_markdown::block_parser::parse_blocks;
 use pkm_markdown::diff::unified;
-use pkm_markdown::edit::{BlockIds, EditOp, apply, plan, splice};
-use pkm_markdown::frontmatter::body_start;
+use pkm_markdown::edit::{EditOp, apply, plan, splice};
 use pkm_markdown::sections::{find, sections};
 use proptest::prelude::*;
 
-/// Block ids as `b<n>`: the n-th block in pre-order.
-struct ByOrder;
-
-impl BlockIds for ByOrder {
-    fn position(&self, text: &str, id: &str) -> Option<usize> {
-        let n: usize = id.strip_prefix('b')?.parse().ok()?;
-        let mut count = 0;
-        let mut stack: Vec<_> = parse_blocks(text, body_start(text))
-            .into_iter()
-            .rev()
-            .collect();
-        while let Some(b) = stack.pop() {
-            count += 1;
-            stack.extend(b.children.into_iter().rev());
-        }
-        (n < count).then_some(n)
-    }
-}
+use crate::edit_list_check::ByOrder;
 
 fn edit(text: &str, edits: &[EditOp]) -> String {
     apply(text, edits, false, &ByOrder).unwrap()

@@ -292,55 +292,10 @@ pub(super) fn list_tags(app: &App, a: Args) -> KbResult<Value> {
     )?)
 }
 
-/// One edit of `kb_edit_page`, as its schema's `oneOf` gives it.
-#[derive(Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-enum EditArg {
-    Append {
-        text: String,
-        section: Option<String>,
-    },
-    Prepend {
-        text: String,
-        section: Option<String>,
-    },
-    ReplaceSection {
-        section: String,
-        text: String,
-    },
-    Replace {
-        find: String,
-        text: String,
-        #[serde(default = "one")]
-        count: usize,
-    },
-    ReplaceBlock {
-        block_id: String,
-        text: String,
-    },
-}
-
-fn one() -> usize {
-    1
-}
-
-impl From<EditArg> for edit::EditOp {
-    fn from(e: EditArg) -> Self {
-        use edit::EditOp;
-        match e {
-            EditArg::Append { text, section } => EditOp::Append { text, section },
-            EditArg::Prepend { text, section } => EditOp::Prepend { text, section },
-            EditArg::ReplaceSection { section, text } => EditOp::ReplaceSection { section, text },
-            EditArg::Replace { find, text, count } => EditOp::Replace { find, text, count },
-            EditArg::ReplaceBlock { block_id, text } => EditOp::ReplaceBlock { block_id, text },
-        }
-    }
-}
-
 #[derive(Deserialize)]
 struct EditPage {
     path: String,
-    edits: Vec<EditArg>,
+    edits: Vec<edit::EditOp>,
     expected_modified: Option<String>,
     dry_run: bool,
 }
@@ -348,11 +303,10 @@ struct EditPage {
 pub(super) fn edit_page(app: &App, a: Args) -> KbResult<Value> {
     let a: EditPage = typed(a)?;
     let path = note_path(app, &a.path, "path")?;
-    let edits = a.edits.into_iter().map(Into::into).collect();
     json(edit::edit_page(
         app,
         &path,
-        edits,
+        a.edits,
         a.expected_modified.as_deref(),
         a.dry_run,
     )?)
