@@ -273,13 +273,13 @@ def request_bytes(name, args):
     return len(json.dumps(msg, ensure_ascii=False).encode("utf-8")) + 1
 
 
-def bench_inside_notes(c, res, sample, vault):
+def bench_inside_notes(c, res, sample, paths, vault):
     """Issue #31's rows: kb_get_outline, kb_get_section and kb_edit_page (one line appended under a
     heading) on sampled notes that have headings; and the bytes a client sends to add one line to
     a note of about 20 KB with kb_edit_page against kb_write_page."""
     headed = []
     for p in sample:
-        heads = c.call("kb_get_outline", {"path": p})["headings"]
+        heads = c.call_json("kb_get_outline", {"path": p})["headings"]
         if heads:
             headed.append((p, heads[-1]["section"]))
     if not headed:
@@ -296,14 +296,16 @@ def bench_inside_notes(c, res, sample, vault):
         for i, (p, s) in enumerate(headed)]
     res["edit_page"] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99)}
     log(f"edit_page p50 {res['edit_page']['p50']} ms")
-    # The note closest to 20 KB among the sampled ones, and one line added under its last heading.
-    p, s = min(headed, key=lambda ps: abs(os.path.getsize(os.path.join(vault, ps[0])) - 20_000))
+    # The vault's note closest to 20 KB, and one line added under its last heading (or at its end).
+    p = min(paths, key=lambda q: abs(os.path.getsize(os.path.join(vault, q)) - 20_000))
     with open(os.path.join(vault, p), encoding="utf-8") as f:
         text = f.read()
+    heads = c.call_json("kb_get_outline", {"path": p})["headings"]
     line = "- one more line"
+    edit = {"op": "append", "text": line, **({"section": heads[-1]["section"]} if heads else {})}
     res["one_line_bytes"] = {
         "note": len(text.encode("utf-8")),
-        "edit_page": request_bytes("kb_edit_page", {"path": p, "edits": [{"op": "append", "section": s, "text": line}]}),
+        "edit_page": request_bytes("kb_edit_page", {"path": p, "edits": [edit]}),
         "write_page": request_bytes("kb_write_page", {"path": p, "content": text + line + "\n"}),
     }
     log(f"one line into a {res['one_line_bytes']['note']} B note: kb_edit_page sends "
@@ -348,7 +350,7 @@ def bench_stdio(a, res, paths, queries):
                 lat = [timed(lambda name=name: c.call(name, {})) for _ in range(n)]
                 res[tool] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99)}
                 log(f"{tool} p50 {res[tool]['p50']} ms")
-            bench_inside_notes(c, res, sample, a.vault)
+            bench_inside_notes(c, res, sample, paths, a.vault)
 
         nw = 20 if a.quick else 100
         body = "---\ntitle: Bench\ntags: [bench]\n---\n# Bench\n\n- TODO write benchmark note [[%s]]\n" % paths[0][:-3]
