@@ -7,12 +7,12 @@ use std::ops::Range;
 use crate::error::TagEditError;
 use crate::frontmatter::FrontmatterSpan;
 
-/// The note's line ending: that of its first line, `\n` when it has one line. Every editor of
-/// this crate writes the lines it adds with it.
+/// The line ending the editors of this crate write: `\r\n` when the note's first line ends so,
+/// else `\n`. A note whose lines end in a lone `\r` (classic Mac OS) gets `\n`: a frontmatter
+/// fence must end in `\n` to be one, and every reader takes `\n` as a line end.
 pub fn line_ending(text: &str) -> &'static str {
     match text.find(['\n', '\r']) {
         Some(i) if text.get(i..i + 2) == Some("\r\n") => "\r\n",
-        Some(i) if text.get(i..i + 1) == Some("\r") => "\r",
         _ => "\n",
     }
 }

@@ -35,6 +35,10 @@ fn add_creates_frontmatter_when_absent() {
         "proj",
         "\u{feff}---\ntags: [proj]\n---\nBody",
     );
+    // Fuzz (frontmatter): lines ending in a lone CR. The new frontmatter's fences end in `\n`,
+    // or they would not be fences.
+    added("\r", "proj", "---\ntags: [proj]\n---\n\r");
+    added("a\rb #x\r", "proj", "---\ntags: [proj]\n---\na\rb #x\r");
 }
 
 #[test]
