@@ -1266,6 +1266,15 @@ fn fuse(
         Matching::EveryFuzzy => FUSE_FUZZY,
         Matching::Coverage => FUSE_COVERAGE,
     };
+    // A note holding every word of the query ranks before every note found by meaning alone,
+    // whose score is at most FUSE_MEANING: a search for a word lists the notes that hold it
+    // first, however long they are (a long note's BM25 is low) and however close in meaning
+    // others are. Meaning orders the notes among themselves, and decides where only some of the
+    // words matched (Coverage).
+    let lift = match matching {
+        Matching::Every | Matching::EveryFuzzy => FUSE_MEANING,
+        Matching::Coverage => 0.0,
+    };
     let best = words
         .iter()
         .map(|(score, _)| *score)
@@ -1273,7 +1282,7 @@ fn fuse(
         .max(f32::MIN_POSITIVE);
     let mut fused: HashMap<DocAddress, f32> = HashMap::new();
     for (score, address) in words {
-        *fused.entry(*address).or_default() += weight * score / best;
+        *fused.entry(*address).or_default() += lift + weight * score / best;
     }
     for (address, similarity) in meaning {
         let above = ((similarity - MEANING_FLOOR) / (1.0 - MEANING_FLOOR)).clamp(0.0, 1.0);

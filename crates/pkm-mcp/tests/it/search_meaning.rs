@@ -96,3 +96,44 @@ fn a_question_in_other_words_finds_the_note_it_means_and_keywords_still_rank_by_
     let nonsense = s.ok("kb_search", json!({"query": "zqxj vbnmk"}));
     assert_eq!(nonsense["total"], 0, "{nonsense}");
 }
+
+/// A search for a word lists every note holding it before any note found by meaning alone: a
+/// long note holding the word once (a low BM25) stays ahead of short notes made of look-alike
+/// word pieces (as a burst of edits or an import leaves them).
+#[test]
+fn notes_holding_the_word_come_before_notes_close_only_in_meaning() {
+    let dir = tempfile::tempdir().unwrap();
+    let word = "qxblmhkgkhgdw";
+    let filler = "The quarterly review covered budgets, hiring plans and the roadmap for \
+                  next year, with notes on each team's goals and risks.\n\n"
+        .repeat(60);
+    std::fs::write(dir.path().join("Short.md"), format!("Seen: {word}.\n")).unwrap();
+    std::fs::write(
+        dir.path().join("Long.md"),
+        format!("# Review\n\n{filler}Burst edit {word}.\n"),
+    )
+    .unwrap();
+    let look_alikes = [
+        "qxwwmwhvvwlmq",
+        "qxwjblxmbjhqz",
+        "qxwddjxkbzppz",
+        "qxwfcgjslbznm",
+        "qxwpmgzjvhnst",
+        "qxwxtxgqhgmkz",
+        "qxwslrwdlnkvm",
+        "qxwhwjsvjgrqf",
+    ];
+    for (i, other) in look_alikes.iter().enumerate() {
+        std::fs::write(
+            dir.path().join(format!("ext-{i}.md")),
+            format!("Written by another program: {other} here.\n"),
+        )
+        .unwrap();
+    }
+    let mut s = Server::start(dir.path());
+    let hits = s.ok("kb_search", json!({"query": word, "limit": 20}));
+    let found = pages(&hits);
+    let mut first_two = found.iter().take(2).cloned().collect::<Vec<_>>();
+    first_two.sort();
+    assert_eq!(first_two, ["Long.md", "Short.md"], "{hits}");
+}
