@@ -6,6 +6,7 @@
 //! visible only at [`IndexWriter::commit`], which also reloads the searcher, so the next search sees
 //! every prior write (read-your-writes). Searches never wait for the writer.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::io::ErrorKind as IoErrorKind;
@@ -35,7 +36,7 @@ use tantivy::{
 use crate::embed::{self, Model, NOTE_TOKENS, QueryVector};
 use crate::error::IndexError;
 use crate::query::{
-    BlockScorer, BlockWords, Clause, MATCHINGS, Matching, NOTE_KIND, SearchFields, clauses,
+    BlockScorer, BlockWords, Clause, MATCHINGS, Matching, NOTE_KIND, SearchFields, Typos, clauses,
     documents_of_notes, exact_key, field_query, note_query, words_in_text,
 };
 use crate::tokenizer::{ANALYZER_NAME, SearchLanguage, Stopwords, analyze, analyzer, value_starts};
@@ -621,9 +622,10 @@ impl IndexEngine {
             .iter()
             .map(|c| c.terms.iter().map(|t| rarity(t)).sum())
             .collect();
+        let mut automata = Typos::default();
         let mut last = (Matched::default(), Vec::new(), MATCHINGS[0]);
         for matching in MATCHINGS {
-            let notes = note_query(fields, &clauses, &weights, &exact, matching);
+            let notes = note_query(fields, &clauses, &weights, &exact, matching, &mut automata);
             let (matched, found) = if range.start < range.end && offset < end {
                 let top = TopDocs::for_doc_range(range.clone()).order_by(order.clone());
                 searcher.search(&*notes, &(MatchedCollector, top))?
@@ -660,11 +662,18 @@ impl IndexEngine {
             None => found,
         };
         let mut notes = Vec::with_capacity(ranked.len());
+        let mut columns: HashMap<SegmentOrdinal, Option<StrColumn>> = HashMap::new();
         for (score, note) in ranked {
-            notes.extend(
-                self.page_path_of(&searcher, note)?
-                    .map(|path| (score, path)),
-            );
+            let column = match columns.entry(note.segment_ord) {
+                Entry::Occupied(known) => known.into_mut(),
+                Entry::Vacant(new) => new.insert(
+                    searcher
+                        .segment_reader(note.segment_ord)
+                        .fast_fields()
+                        .str(PAGE_PATH)?,
+                ),
+            };
+            notes.extend(page_path_of(column.as_ref(), note.doc_id)?.map(|path| (score, path)));
         }
         if meaning.is_some() {
             notes.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
@@ -674,7 +683,7 @@ impl IndexEngine {
                 .take(end.saturating_sub(offset))
                 .collect();
         }
-        let highlight = words_in_text(fields.body, &clauses, matching);
+        let highlight = words_in_text(fields.body, &clauses, matching, &mut automata);
         let snippets = self.snippet_generator(&searcher, &*highlight)?;
         let scorer = BlockScorer::new(&clauses, matching, rarity);
         let mut blocks = self.blocks_of(&searcher, notes.iter().map(|(_, p)| p.as_str()))?;
@@ -758,25 +767,6 @@ impl IndexEngine {
         if warm.len() < WARM_ANALYZERS {
             warm.push(analyzer);
         }
-    }
-
-    /// The page path a document is indexed under.
-    fn page_path_of(
-        &self,
-        searcher: &Searcher,
-        address: DocAddress,
-    ) -> Result<Option<String>, IndexError> {
-        let segment = searcher.segment_reader(address.segment_ord);
-        let Some(column) = segment.fast_fields().str(PAGE_PATH)? else {
-            return Ok(None);
-        };
-        let mut out = String::new();
-        for ord in column.term_ords(address.doc_id) {
-            if column.ord_to_str(ord, &mut out)? {
-                return Ok(Some(out));
-            }
-        }
-        Ok(None)
     }
 
     /// Blocks tagged `tag` (case-insensitive, leading `#` ignored), in page-path order and within
@@ -1000,6 +990,21 @@ impl IndexEngine {
         }
         Ok(u64::try_from(pages.len()).unwrap_or(u64::MAX))
     }
+}
+
+/// The page path a document is indexed under, from its segment's page-path column (opened once
+/// per segment by a search: opening it is not free, and a fused page reads up to a hundred).
+fn page_path_of(column: Option<&StrColumn>, doc: DocId) -> Result<Option<String>, IndexError> {
+    let Some(column) = column else {
+        return Ok(None);
+    };
+    let mut out = String::new();
+    for ord in column.term_ords(doc) {
+        if column.ord_to_str(ord, &mut out)? {
+            return Ok(Some(out));
+        }
+    }
+    Ok(None)
 }
 
 /// Where `phrase` starts in `field` of the document at `doc`: the positions of its first word

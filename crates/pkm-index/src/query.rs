@@ -5,10 +5,13 @@
 //! double quotes makes a phrase; an unpaired quote is ignored. Unquoted function words ("how do
 //! I", "in my") are dropped (see [`Stopwords`]) unless nothing else is left.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use tantivy::Term;
 use tantivy::query::{
-    BooleanQuery, BoostQuery, ConstScoreQuery, DisjunctionMaxQuery, EmptyQuery, FuzzyTermQuery,
-    Occur, PhraseQuery, Query, TermQuery,
+    AutomatonWeight, BooleanQuery, BoostQuery, ConstScoreQuery, DfaWrapper, DisjunctionMaxQuery,
+    EmptyQuery, EnableScoring, FuzzyTermQuery, Occur, PhraseQuery, Query, TermQuery, Weight,
 };
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::TextAnalyzer;
@@ -229,11 +232,68 @@ impl Clause {
     }
 }
 
+/// The typo matches of a search's words: each word's Levenshtein automaton is built once and
+/// shared by every field and matching that asks for it (a search that falls back to typos asks
+/// for each word up to five times: in the name and the text under `EveryFuzzy`, twice in the text
+/// and once in the name under `Coverage`; building the automaton of a long word at two edits is
+/// the costly part). The queries match and score exactly as Tantivy's `FuzzyTermQuery` (with
+/// transpositions), which builds its automaton anew each time.
+#[derive(Default)]
+pub(crate) struct Typos {
+    automata: HashMap<(String, u8), Arc<DfaWrapper>>,
+}
+
+impl Typos {
+    /// The documents whose `field` holds a word within `distance` edits of `term`, scored 1.
+    fn query(&mut self, field: Field, term: &str, distance: u8) -> Box<dyn Query> {
+        let fuzzy = FuzzyTermQuery::new(Term::from_field_text(field, term), distance, true);
+        let key = (term.to_owned(), distance);
+        let automaton = match self.automata.get(&key) {
+            Some(automaton) => Arc::clone(automaton),
+            None => match fuzzy.automaton() {
+                Ok(automaton) => {
+                    let automaton = Arc::new(automaton);
+                    self.automata.insert(key, Arc::clone(&automaton));
+                    automaton
+                }
+                // Tantivy's query reports the same error when searched.
+                Err(_) => return Box::new(fuzzy),
+            },
+        };
+        Box::new(SharedTypos { field, automaton })
+    }
+}
+
+/// A typo query on one field with an automaton built beforehand (see [`Typos`]).
+#[derive(Clone)]
+struct SharedTypos {
+    field: Field,
+    automaton: Arc<DfaWrapper>,
+}
+
+impl std::fmt::Debug for SharedTypos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedTypos")
+            .field("field", &self.field)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Query for SharedTypos {
+    fn weight(&self, _scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        Ok(Box::new(AutomatonWeight::<DfaWrapper>::new(
+            self.field,
+            Arc::clone(&self.automaton),
+        )))
+    }
+}
+
 /// A single word in `field`, also with `typos` edits when given (weighted lower).
-fn word_query(field: Field, term: &str, typos: Option<u8>) -> Box<dyn Query> {
-    let term = Term::from_field_text(field, term);
-    let exact: Box<dyn Query> =
-        Box::new(TermQuery::new(term.clone(), IndexRecordOption::WithFreqs));
+fn word_query(field: Field, term: &str, typos: Option<u8>, automata: &mut Typos) -> Box<dyn Query> {
+    let exact: Box<dyn Query> = Box::new(TermQuery::new(
+        Term::from_field_text(field, term),
+        IndexRecordOption::WithFreqs,
+    ));
     match typos {
         None => exact,
         Some(distance) => Box::new(BooleanQuery::new(vec![
@@ -241,7 +301,7 @@ fn word_query(field: Field, term: &str, typos: Option<u8>) -> Box<dyn Query> {
             (
                 Occur::Should,
                 Box::new(BoostQuery::new(
-                    Box::new(FuzzyTermQuery::new(term, distance, true)),
+                    automata.query(field, term, distance),
                     FUZZY_WEIGHT,
                 )),
             ),
@@ -262,24 +322,28 @@ pub(crate) fn note_query(
     weights: &[f32],
     exact: &str,
     matching: Matching,
+    automata: &mut Typos,
 ) -> Box<dyn Query> {
     let per_clause: Vec<(Occur, Box<dyn Query>)> = clauses
         .iter()
         .zip(weights.iter().copied().chain(std::iter::repeat(1.0)))
         .map(|(clause, weight)| {
             if matching == Matching::Coverage {
-                return (Occur::Should, coverage_query(fields, clause, weight));
+                return (
+                    Occur::Should,
+                    coverage_query(fields, clause, weight, automata),
+                );
             }
             let typos = clause.typos(matching);
             let in_name: Box<dyn Query> = match typos {
-                Some(_) => word_query(fields.name, &clause.terms[0], typos),
+                Some(_) => word_query(fields.name, &clause.terms[0], typos, automata),
                 None => field_query(fields.name, clause),
             };
             let in_name: Box<dyn Query> = Box::new(BoostQuery::new(in_name, NAME_BOOST));
             let mut parts: Vec<(Occur, Box<dyn Query>)> = clause
                 .terms
                 .iter()
-                .map(|t| (Occur::Should, word_query(fields.body, t, typos)))
+                .map(|t| (Occur::Should, word_query(fields.body, t, typos, automata)))
                 .collect();
             if clause.terms.len() > 1 {
                 // A phrase: in one block of the note, or in its name; the words score in the text.
@@ -345,35 +409,36 @@ pub(crate) fn note_query(
 /// One clause under [`Matching::Coverage`]: its `weight` when the note holds it in its text, a
 /// typo of it [`FUZZY_WEIGHT`] of that, [`COVER_NAME`] times more when in a name; a fraction of
 /// its BM25 score besides.
-fn coverage_query(fields: &SearchFields, clause: &Clause, weight: f32) -> Box<dyn Query> {
+fn coverage_query(
+    fields: &SearchFields,
+    clause: &Clause,
+    weight: f32,
+    automata: &mut Typos,
+) -> Box<dyn Query> {
     let typos = clause.typos(Matching::Coverage);
-    let held = |field: Field, weight: f32| -> Box<dyn Query> {
+    let mut held = |field: Field, weight: f32| -> Box<dyn Query> {
         let exact: Box<dyn Query> =
             Box::new(ConstScoreQuery::new(field_query(field, clause), weight));
         match (typos, clause.terms.as_slice()) {
             (Some(distance), [term]) => Box::new(DisjunctionMaxQuery::new(vec![
                 exact,
                 Box::new(ConstScoreQuery::new(
-                    Box::new(FuzzyTermQuery::new(
-                        Term::from_field_text(field, term),
-                        distance,
-                        true,
-                    )),
+                    automata.query(field, term, distance),
                     weight * FUZZY_WEIGHT,
                 )),
             ])),
             _ => exact,
         }
     };
-    let bm25: Vec<(Occur, Box<dyn Query>)> = clause
-        .terms
-        .iter()
-        .map(|t| (Occur::Should, word_query(fields.body, t, typos)))
-        .collect();
     let held: Box<dyn Query> = Box::new(BooleanQuery::new(vec![
         (Occur::Should, held(fields.body, weight)),
         (Occur::Should, held(fields.name, weight * COVER_NAME)),
     ]));
+    let bm25: Vec<(Occur, Box<dyn Query>)> = clause
+        .terms
+        .iter()
+        .map(|t| (Occur::Should, word_query(fields.body, t, typos, automata)))
+        .collect();
     Box::new(BooleanQuery::new(vec![
         (Occur::Must, held),
         (
@@ -409,13 +474,18 @@ pub(crate) fn documents_of_notes<'a>(
 
 /// Any of the clauses in a note's text, a typo allowed as `matching` says: what snippets
 /// highlight.
-pub(crate) fn words_in_text(text: Field, clauses: &[Clause], matching: Matching) -> Box<dyn Query> {
+pub(crate) fn words_in_text(
+    text: Field,
+    clauses: &[Clause],
+    matching: Matching,
+    automata: &mut Typos,
+) -> Box<dyn Query> {
     Box::new(BooleanQuery::new(
         clauses
             .iter()
             .map(|clause| {
                 let query = match clause.typos(matching) {
-                    Some(typos) => word_query(text, &clause.terms[0], Some(typos)),
+                    Some(typos) => word_query(text, &clause.terms[0], Some(typos), automata),
                     None => field_query(text, clause),
                 };
                 (Occur::Should, query)
@@ -506,6 +576,22 @@ impl<'c> BlockScorer<'c> {
                 Vec::new()
             },
         };
+        // The characters of each typo clause's word, and of the token: collected once (a block
+        // of a page of hits is compared with every typo clause, word by word).
+        let typo_words: Vec<Option<(Vec<char>, u8)>> = if fuzzy {
+            self.clauses
+                .iter()
+                .zip(&self.typos)
+                .map(|(clause, typos)| match (typos, clause.terms.as_slice()) {
+                    (Some(typos), [term]) => Some((term.chars().collect(), *typos)),
+                    _ => None,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut chars: Vec<char> = Vec::new();
+        let mut rows = TypoRows::default();
         let mut stream = analyzer.token_stream(text);
         while let Some(token) = stream.next() {
             words.len += 1;
@@ -516,12 +602,16 @@ impl<'c> BlockScorer<'c> {
                 }
                 words.at[token.position] = id;
             }
-            for ((clause, typos), fuzzy) in
-                self.clauses.iter().zip(&self.typos).zip(&mut words.fuzzy)
+            if fuzzy {
+                chars.clear();
+                chars.extend(token.text.chars());
+            }
+            for ((clause, typo_word), fuzzy) in
+                self.clauses.iter().zip(&typo_words).zip(&mut words.fuzzy)
             {
-                if let (Some(typos), [term]) = (typos, clause.terms.as_slice())
+                if let (Some((word, typos)), [term]) = (typo_word, clause.terms.as_slice())
                     && *term != token.text
-                    && within_typos(&token.text, term, *typos)
+                    && rows.within(&chars, word, *typos)
                 {
                     *fuzzy += FUZZY_WEIGHT;
                 }
@@ -560,32 +650,58 @@ impl<'c> BlockScorer<'c> {
 
 /// Whether `a` is at most `max` edits from `b`, a transposition of two neighbours counting as one
 /// edit (the distance of Tantivy's fuzzy term query, optimal string alignment).
+#[cfg(test)]
 fn within_typos(a: &str, b: &str, max: u8) -> bool {
     let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let max = usize::from(max);
-    if a.len().abs_diff(b.len()) > max {
-        return false;
-    }
-    let mut before: Vec<usize> = vec![0; b.len() + 1];
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    let mut row: Vec<usize> = vec![0; b.len() + 1];
-    for i in 1..=a.len() {
-        row[0] = i;
-        for j in 1..=b.len() {
-            let substitution = previous[j - 1] + usize::from(a[i - 1] != b[j - 1]);
-            let mut d = substitution.min(previous[j] + 1).min(row[j - 1] + 1);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                d = d.min(before[j - 2] + 1);
-            }
-            row[j] = d;
-        }
-        std::mem::swap(&mut before, &mut previous);
-        std::mem::swap(&mut previous, &mut row);
-        if previous.iter().all(|d| *d > max) {
+    TypoRows::default().within(&a, &b, max)
+}
+
+/// The three rows of the edit-distance table [`TypoRows::within`] fills, kept from one call to
+/// the next (it runs for every word of the blocks of a page of hits).
+#[derive(Default)]
+struct TypoRows {
+    before: Vec<usize>,
+    previous: Vec<usize>,
+    row: Vec<usize>,
+}
+
+impl TypoRows {
+    /// Whether `a` is at most `max` edits from `b`, a transposition of two neighbours counting as
+    /// one edit (the distance of Tantivy's fuzzy term query, optimal string alignment).
+    fn within(&mut self, a: &[char], b: &[char], max: u8) -> bool {
+        let max = usize::from(max);
+        if a.len().abs_diff(b.len()) > max {
             return false;
         }
+        let TypoRows {
+            before,
+            previous,
+            row,
+        } = self;
+        before.clear();
+        before.resize(b.len() + 1, 0);
+        previous.clear();
+        previous.extend(0..=b.len());
+        row.clear();
+        row.resize(b.len() + 1, 0);
+        for i in 1..=a.len() {
+            row[0] = i;
+            for j in 1..=b.len() {
+                let substitution = previous[j - 1] + usize::from(a[i - 1] != b[j - 1]);
+                let mut d = substitution.min(previous[j] + 1).min(row[j - 1] + 1);
+                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                    d = d.min(before[j - 2] + 1);
+                }
+                row[j] = d;
+            }
+            std::mem::swap(before, previous);
+            std::mem::swap(previous, row);
+            if previous.iter().all(|d| *d > max) {
+                return false;
+            }
+        }
+        previous[b.len()] <= max
     }
-    previous[b.len()] <= max
 }
 
 /// The value of the `kind` field on note documents (block documents have none).
