@@ -8,13 +8,16 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tantivy::Term;
+use parking_lot::Mutex;
+use tantivy::index::SegmentId;
 use tantivy::query::{
-    AutomatonWeight, BooleanQuery, BoostQuery, ConstScoreQuery, DfaWrapper, DisjunctionMaxQuery,
-    EmptyQuery, EnableScoring, FuzzyTermQuery, Occur, PhraseQuery, Query, TermQuery, Weight,
+    BitSetDocSet, BooleanQuery, BoostQuery, ConstScoreQuery, ConstScorer, DfaWrapper,
+    DisjunctionMaxQuery, EmptyQuery, EnableScoring, Explanation, FuzzyTermQuery, Occur,
+    PhraseQuery, Query, Scorer, TermQuery, Weight,
 };
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::TextAnalyzer;
+use tantivy::{BitSet, DocId, Score, SegmentReader, TantivyError, Term};
 
 use crate::tokenizer::{QueryToken, Stopwords, analyze};
 
@@ -232,15 +235,23 @@ impl Clause {
     }
 }
 
-/// The typo matches of a search's words: each word's Levenshtein automaton is built once and
-/// shared by every field and matching that asks for it (a search that falls back to typos asks
-/// for each word up to five times: in the name and the text under `EveryFuzzy`, twice in the text
-/// and once in the name under `Coverage`; building the automaton of a long word at two edits is
-/// the costly part). The queries match and score exactly as Tantivy's `FuzzyTermQuery` (with
-/// transpositions), which builds its automaton anew each time.
+/// The typo matches of a search's words: each word's Levenshtein automaton is built once, and its
+/// matches in a field of a segment found once, for every matching that asks for them (a search
+/// that falls back to typos asks for each word up to five times: in the name and the text under
+/// `EveryFuzzy`, twice in the text and once in the name under `Coverage`; building the automaton
+/// of a long word at two edits, and walking a term dictionary with it, are the costly parts). The
+/// queries match and score exactly as Tantivy's `FuzzyTermQuery` with transpositions (its
+/// `AutomatonWeight`: every document holding a matching term, scored 1), which builds its
+/// automaton and walks the dictionary anew each time.
 #[derive(Default)]
 pub(crate) struct Typos {
-    automata: HashMap<(String, u8), Arc<DfaWrapper>>,
+    words: HashMap<(String, u8), Arc<TypoMatches>>,
+}
+
+/// One word's automaton, and the documents it matched so far, by segment and field.
+struct TypoMatches {
+    automaton: DfaWrapper,
+    docs: Mutex<HashMap<(SegmentId, Field), BitSet>>,
 }
 
 impl Typos {
@@ -248,27 +259,59 @@ impl Typos {
     fn query(&mut self, field: Field, term: &str, distance: u8) -> Box<dyn Query> {
         let fuzzy = FuzzyTermQuery::new(Term::from_field_text(field, term), distance, true);
         let key = (term.to_owned(), distance);
-        let automaton = match self.automata.get(&key) {
-            Some(automaton) => Arc::clone(automaton),
+        let matches = match self.words.get(&key) {
+            Some(matches) => Arc::clone(matches),
             None => match fuzzy.automaton() {
                 Ok(automaton) => {
-                    let automaton = Arc::new(automaton);
-                    self.automata.insert(key, Arc::clone(&automaton));
-                    automaton
+                    let matches = Arc::new(TypoMatches {
+                        automaton,
+                        docs: Mutex::new(HashMap::new()),
+                    });
+                    self.words.insert(key, Arc::clone(&matches));
+                    matches
                 }
                 // Tantivy's query reports the same error when searched.
                 Err(_) => return Box::new(fuzzy),
             },
         };
-        Box::new(SharedTypos { field, automaton })
+        Box::new(SharedTypos { field, matches })
     }
 }
 
-/// A typo query on one field with an automaton built beforehand (see [`Typos`]).
+impl TypoMatches {
+    /// The documents of `segment` whose `field` holds a term the automaton accepts.
+    fn docs(&self, segment: &SegmentReader, field: Field) -> tantivy::Result<BitSet> {
+        let key = (segment.segment_id(), field);
+        if let Some(docs) = self.docs.lock().get(&key) {
+            return Ok(docs.clone());
+        }
+        let mut docs = BitSet::with_max_value(segment.max_doc());
+        let inverted = segment.inverted_index(field)?;
+        let mut terms = inverted.terms().search(&self.automaton).into_stream()?;
+        while terms.advance() {
+            let mut postings = inverted
+                .read_block_postings_from_terminfo(terms.value(), IndexRecordOption::Basic)?;
+            loop {
+                let block = postings.docs();
+                if block.is_empty() {
+                    break;
+                }
+                for doc in block {
+                    docs.insert(*doc);
+                }
+                postings.advance();
+            }
+        }
+        self.docs.lock().insert(key, docs.clone());
+        Ok(docs)
+    }
+}
+
+/// A typo query on one field, its automaton and matches shared (see [`Typos`]).
 #[derive(Clone)]
 struct SharedTypos {
     field: Field,
-    automaton: Arc<DfaWrapper>,
+    matches: Arc<TypoMatches>,
 }
 
 impl std::fmt::Debug for SharedTypos {
@@ -281,10 +324,24 @@ impl std::fmt::Debug for SharedTypos {
 
 impl Query for SharedTypos {
     fn weight(&self, _scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
-        Ok(Box::new(AutomatonWeight::<DfaWrapper>::new(
-            self.field,
-            Arc::clone(&self.automaton),
-        )))
+        Ok(Box::new(self.clone()))
+    }
+}
+
+impl Weight for SharedTypos {
+    fn scorer(&self, segment: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        let docs = self.matches.docs(segment, self.field)?;
+        Ok(Box::new(ConstScorer::new(BitSetDocSet::from(docs), boost)))
+    }
+
+    fn explain(&self, segment: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
+        if self.matches.docs(segment, self.field)?.contains(doc) {
+            Ok(Explanation::new("SharedTypos", 1.0))
+        } else {
+            Err(TantivyError::InvalidArgument(
+                "the document does not match".to_owned(),
+            ))
+        }
     }
 }
 
