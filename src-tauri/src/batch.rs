@@ -90,7 +90,7 @@ impl App {
     /// for the writer, like [`App::mutate`], then VaultLocked with nothing changed.
     #[cfg_attr(
         not(feature = "test-support"),
-        allow(dead_code, reason = "kb_move_page (issue #34) is its first caller")
+        allow(dead_code, reason = "moving a note (issue #34) is its first caller")
     )]
     pub(crate) fn mutate_files<T: Send + 'static>(
         &self,
