@@ -316,6 +316,17 @@ fn a_file_changed_after_planning_or_an_existing_target_is_a_conflict_and_nothing
     );
     app.apply_file_changes(Vec::new()).unwrap();
     assert_eq!(snapshot(dir.path()), before);
+
+    // A new text whose frontmatter is not YAML refuses the whole change.
+    let mut changes = plan(dir.path(), app.vault());
+    if let Some(FileChange::Write { text, .. }) = changes.last_mut() {
+        *text = "---\nkey: [unclosed\n---\n- body\n".into();
+    }
+    let err = app.apply_file_changes(changes).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidArgs, "{err:?}");
+    assert_eq!(err.note_path.as_deref(), Some("notes/n29.md"));
+    assert_eq!(snapshot(dir.path()), before);
+    assert!(!journal_left(dir.path()));
 }
 
 /// Fails the k-th step the injector is asked about; counts the steps.
