@@ -86,8 +86,9 @@ fn conflict(path: &VaultPath, message: String) -> KbError {
 impl App {
     /// Runs `plan` on the writer thread (the store current, nothing else writing meanwhile), then
     /// applies every change it returns or none: Conflict (nothing changed) when a file no longer
-    /// holds `before` or a `to` exists. Returns plan's extra value. Waits up to `write_budget`
-    /// for the writer, like [`App::mutate`], then VaultLocked with nothing changed.
+    /// holds `before` (it changed, or is gone) or a `to` exists. Returns plan's extra value.
+    /// Waits up to `write_budget` for the writer, like [`App::mutate`], then VaultLocked with
+    /// nothing changed.
     #[cfg_attr(
         not(feature = "test-support"),
         allow(dead_code, reason = "moving a note (issue #34) is its first caller")
@@ -273,7 +274,12 @@ impl App {
             };
             let current = self.read_current(&before_at)?;
             match &current.bytes {
-                None => return Err(KbError::not_found(before_at.as_str())),
+                None => {
+                    return Err(conflict(
+                        &before_at,
+                        format!("Note deleted since the change was planned: {before_at}"),
+                    ));
+                }
                 Some(b) if *b != before => {
                     return Err(conflict(
                         &before_at,

@@ -317,6 +317,17 @@ fn a_file_changed_after_planning_or_an_existing_target_is_a_conflict_and_nothing
     app.apply_file_changes(Vec::new()).unwrap();
     assert_eq!(snapshot(dir.path()), before);
 
+    // A note deleted after planning is a conflict too.
+    let changes = plan(dir.path(), app.vault());
+    std::fs::remove_file(dir.path().join("notes/n05.md")).unwrap();
+    let before = snapshot(dir.path());
+    let err = app.apply_file_changes(changes).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Conflict, "{err:?}");
+    assert_eq!(err.note_path.as_deref(), Some("notes/n05.md"));
+    assert_eq!(snapshot(dir.path()), before);
+    std::fs::write(dir.path().join("notes/n05.md"), "- back\n").unwrap();
+    let before = snapshot(dir.path());
+
     // A new text whose frontmatter is not YAML refuses the whole change.
     let mut changes = plan(dir.path(), app.vault());
     if let Some(FileChange::Write { text, .. }) = changes.last_mut() {
