@@ -203,6 +203,9 @@ impl App {
                 }
             });
         }
+        // A change of several notes cut short by a crash (`batch.rs`) is finished or undone on
+        // the writer before this returns: before anything reads the vault or the first scan runs.
+        app.recover_at_open()?;
         Ok(app)
     }
 
