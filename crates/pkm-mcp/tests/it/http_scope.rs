@@ -216,7 +216,7 @@ async fn tools_list_shows_a_token_only_the_tools_its_scopes_allow() {
 
     let full = s.token_with("list-full", &Scope::ALL);
     let all: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
-    // The contract's fifteen and the extensions (ADR-0016, ADR-0017).
-    assert_eq!(all.len(), 21);
+    // The contract's fifteen and the extensions (ADR-0016, ADR-0017, ADR-0019).
+    assert_eq!(all.len(), 22);
     assert_eq!(listed(&s, &full).await, all);
 }
