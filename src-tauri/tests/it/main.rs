@@ -5,6 +5,7 @@
 mod copy_dir;
 
 mod commands;
+mod move_props;
 mod resolution_props;
 mod watcher;
 mod write_path;
