@@ -15,6 +15,7 @@ use pkm_markdown::relink::{self, Form, Site};
 
 use crate::app::App;
 use crate::commands::page::read_text;
+use crate::convert::prepare;
 use crate::dto::{MoveResult, MovedNote, RewrittenNote};
 use crate::read_failure::ReadFailure;
 use crate::resolver::Resolver;
@@ -116,7 +117,19 @@ pub(crate) fn plan(
     for to in moves.values() {
         target_free(app, to)?;
     }
-    let new = Arc::new(moved_resolver(app, &old, &moves)?);
+    // The moved notes' texts, read once: their titles at the new paths, then their links.
+    let mut texts: HashMap<String, String> = HashMap::new();
+    let mut titles: HashMap<String, String> = HashMap::new();
+    for (from, to) in &moves {
+        let vp = VaultPath::lexical(from).map_err(|e| KbError::invalid(e.to_string()))?;
+        let (text, meta) = read_text(app, &vp)?;
+        let to_vp = VaultPath::lexical(to).map_err(|e| KbError::invalid(format!("to: {e}")))?;
+        let mtime = meta.modified().unwrap_or(std::time::SystemTime::UNIX_EPOCH);
+        let p = prepare(&app.dialect, &to_vp, &text, mtime, text.len() as u64);
+        titles.insert(from.clone(), p.record.title.clone());
+        texts.insert(from.clone(), text);
+    }
+    let new = Arc::new(moved_resolver(app, &old, &moves, &titles)?);
     let map = |p: &str| -> String { moves.get(p).cloned().unwrap_or_else(|| p.to_owned()) };
 
     // The notes that may hold a link to change: the moved notes, every note with a link that
@@ -145,7 +158,10 @@ pub(crate) fn plan(
     let mut rewritten = Vec::new();
     for path in candidates {
         let vp = VaultPath::lexical(&path).map_err(|e| KbError::invalid(e.to_string()))?;
-        let (text, _) = read_text(app, &vp)?;
+        let text = match texts.remove(&path) {
+            Some(t) => t,
+            None => read_text(app, &vp)?.0,
+        };
         let new_path = map(&path);
         let (changes, count) = if update_links {
             relink_note(&app.dialect, &old, &new, &path, &new_path, &text, &map)
@@ -252,11 +268,13 @@ fn target_free(app: &App, to: &str) -> KbResult<()> {
 }
 
 /// The resolver of the vault as it will be after the move: each moved page at its new path,
-/// with the name the app would show there (a title that was its file's name follows it).
+/// with the title its text gives it there (`titles`, by old path: a title that was its file's
+/// name follows the file; one the note names stays).
 fn moved_resolver(
     app: &App,
     old: &Resolver,
     moves: &BTreeMap<String, String>,
+    titles: &HashMap<String, String>,
 ) -> KbResult<Resolver> {
     let d = &app.dialect;
     let pages: Vec<PageRow> = old
@@ -266,8 +284,8 @@ fn moved_resolver(
             None => p.clone(),
             Some(to) => {
                 let mut q = p.clone();
-                if p.title == d.page_name(&p.path) {
-                    q.title = d.page_name(to);
+                if let Some(t) = titles.get(&p.path) {
+                    q.title = t.clone();
                 }
                 q.path = to.clone();
                 q

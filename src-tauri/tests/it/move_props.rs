@@ -68,7 +68,7 @@ fn note() -> impl Strategy<Value = Note> {
         0..NAMES.len(),
         proptest::option::of(0..NAMES.len()),
         proptest::option::of(0..NAMES.len()),
-        proptest::collection::vec(line(), 0..5),
+        proptest::collection::vec(line(), 1..8),
     )
         .prop_map(|(folder, name, heading, alias, lines)| Note {
             folder,
@@ -285,7 +285,7 @@ proptest! {
 
     #[test]
     fn a_move_keeps_every_link(
-        notes in proptest::collection::vec(note(), 1..12),
+        notes in proptest::collection::vec(note(), 2..14),
         mv in a_move(),
         flavor in flavor(),
     ) {

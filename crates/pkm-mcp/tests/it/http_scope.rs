@@ -58,6 +58,12 @@ fn minimal_args(tool: &Tool) -> Value {
     if tool.name == "kb_set_properties" {
         args.insert("remove".to_owned(), json!(["scoped"]));
     }
+    // A move needs a note that exists and a free target; a dry run keeps the vault as it is.
+    if tool.name == "kb_move_page" {
+        args.insert("from".to_owned(), json!(NOTE));
+        args.insert("to".to_owned(), json!("moved/scoped.md"));
+        args.insert("dry_run".to_owned(), json!(true));
+    }
     Value::Object(args)
 }
 
