@@ -32,6 +32,9 @@ pub enum Form {
     /// A link reference definition `[label]: dest "title"`; `label` is the bytes between its
     /// brackets.
     Definition { label: Range<usize> },
+    /// A bare item of a Logseq page's `tags::` value (`tags:: a, b`): a reference to page `a`.
+    /// `[[a]]` and `#a` items are wiki links and tags.
+    PropertyItem,
 }
 
 /// One link of a note and where it names its page.
@@ -100,6 +103,9 @@ pub fn sites(text: &str, dialect: &Dialect) -> Vec<Site> {
         out.extend(site);
     }
     out.extend(definitions(text, s.body_start, &out));
+    if dialect.tags_are_links() {
+        out.extend(tag_items(text, s.body_start));
+    }
     out.sort_by_key(|s| s.range.start);
     out
 }
@@ -128,7 +134,10 @@ fn trimmed(text: &str, range: Range<usize>) -> Option<Range<usize>> {
 fn tag_site(text: &str, link: &Link, span: Range<usize>) -> Option<Site> {
     let src = text.get(span.clone())?;
     let (target, bracketed) = match src.strip_prefix("#[[") {
-        Some(_) => (trimmed(text, span.start + 3..span.end.checked_sub(2)?)?, true),
+        Some(_) => (
+            trimmed(text, span.start + 3..span.end.checked_sub(2)?)?,
+            true,
+        ),
         None => (span.start + 1..span.end, false),
     };
     Some(Site {
@@ -137,6 +146,36 @@ fn tag_site(text: &str, link: &Link, span: Range<usize>) -> Option<Site> {
         target,
         form: Form::Tag { bracketed },
     })
+}
+
+/// The bare items of the `tags::` property of a Logseq page's first block.
+fn tag_items(text: &str, body_start: usize) -> Vec<Site> {
+    let Ok(Some(props)) = crate::page_props::page_props(text, body_start, "tags") else {
+        return Vec::new();
+    };
+    let Some(prop) = props.prop else {
+        return Vec::new();
+    };
+    prop.items
+        .into_iter()
+        .filter(|item| item.span.of(text).is_ok_and(|src| src == item.value))
+        .map(|item| {
+            let range = item.span.start..item.span.end;
+            Site {
+                link: Link {
+                    target: item.value,
+                    alias: None,
+                    heading: None,
+                    block_ref: None,
+                    kind: LinkKind::Wiki,
+                    position: range.start,
+                },
+                range: range.clone(),
+                target: range,
+                form: Form::PropertyItem,
+            }
+        })
+        .collect()
 }
 
 /// Where, inside an inline link's source `[text](dest#frag "title")`, the path part of `dest`
@@ -243,6 +282,14 @@ pub fn replacement(text: &str, site: &Site, new: &str) -> (Range<usize>, String)
                 (site.range.clone(), format!("#[[{new}]]"))
             }
         }
+        Form::PropertyItem => {
+            // Logseq splits a `tags::` value at commas: a name holding one is written `[[name]]`.
+            if new.contains(',') {
+                (site.target.clone(), format!("[[{new}]]"))
+            } else {
+                (site.target.clone(), new.to_owned())
+            }
+        }
         Form::Markdown | Form::Definition { .. } => {
             let old = dest_as_written(text, site);
             let angle = text
@@ -301,7 +348,9 @@ fn has_escape(s: &str) -> bool {
 /// Whether `s` holds an escape of a byte above ASCII (`%C3%A9`).
 fn encodes_non_ascii(s: &str) -> bool {
     s.as_bytes().windows(2).any(|w| {
-        w.first() == Some(&b'%') && w.get(1).is_some_and(|h| matches!(h, b'8'..=b'9' | b'A'..=b'F' | b'a'..=b'f'))
+        w.first() == Some(&b'%')
+            && w.get(1)
+                .is_some_and(|h| matches!(h, b'8'..=b'9' | b'A'..=b'F' | b'a'..=b'f'))
     })
 }
 
@@ -349,7 +398,10 @@ pub fn join_relative(from: &str, dest: &str) -> Option<String> {
 /// The note with each `(range, text)` change made and every other byte kept. Changes must not
 /// overlap; one that does, or that does not fall on character boundaries, is refused
 /// ([`TagEditError::LostPlace`]) and nothing is changed.
-pub fn rewrite(text: &str, mut changes: Vec<(Range<usize>, String)>) -> Result<String, TagEditError> {
+pub fn rewrite(
+    text: &str,
+    mut changes: Vec<(Range<usize>, String)>,
+) -> Result<String, TagEditError> {
     changes.sort_by_key(|(r, _)| (r.start, r.end));
     let mut end = 0;
     for (r, _) in &changes {
@@ -411,7 +463,12 @@ mod tests {
             got,
             "[a](../x/New%20name.md#Part%202) [b](<../x/New name.md> \"t\") [c](./My%20Old.md)\n```\n[d](My%20Old.md)\n```\n"
         );
-        let got = relink("[a](old.md) [b](d/ü%C3%A9.md)", &d, "old.md", "a b (1)/é.md");
+        let got = relink(
+            "[a](old.md) [b](d/ü%C3%A9.md)",
+            &d,
+            "old.md",
+            "a b (1)/é.md",
+        );
         assert_eq!(got, "[a](a%20b%20%281%29/é.md) [b](d/ü%C3%A9.md)");
         let got = relink("[b](d/%C3%A9.md)", &d, "d/é.md", "é è.md");
         assert_eq!(got, "[b](%C3%A9%20%C3%A8.md)");
@@ -428,7 +485,10 @@ mod tests {
             .iter()
             .map(|s| (s.link.target.as_str(), &text[s.target.clone()]))
             .collect();
-        assert_eq!(forms, vec![("note", "note"), ("old.md", "old.md"), ("note", "note")]);
+        assert_eq!(
+            forms,
+            vec![("note", "note"), ("old.md", "old.md"), ("note", "note")]
+        );
         let Form::Definition { label } = &s[2].form else {
             panic!("{:?}", s[2]);
         };
@@ -457,6 +517,12 @@ mod tests {
             relink(text, &d, "old", "two words"),
             "- a #[[two words]] and #[[two words]] and [[two words]]\n- `#old` #older\n"
         );
+        // A page's bare `tags::` items are references too; `[[b]]` and `#c` items are links.
+        let text = "tags:: old, [[old]], #old, other\n\n- body\n";
+        assert_eq!(
+            relink(text, &d, "old", "new, name"),
+            "tags:: [[new, name]], [[new, name]], #[[new, name]], other\n\n- body\n"
+        );
         // Block references name blocks, not pages: no site.
         assert!(sites("- ((6f0c2a9e-1111-4a4a-9b9b-0123456789ab))", &d).is_empty());
     }
@@ -467,7 +533,10 @@ mod tests {
         assert_eq!(relative_path("a/n.md", "a/m.md"), "m.md");
         assert_eq!(relative_path("n.md", "a/b/m.md"), "a/b/m.md");
         assert_eq!(relative_path("a/b/n.md", "m.md"), "../../m.md");
-        assert_eq!(join_relative("a/b/n.md", "../c/m.md").as_deref(), Some("a/c/m.md"));
+        assert_eq!(
+            join_relative("a/b/n.md", "../c/m.md").as_deref(),
+            Some("a/c/m.md")
+        );
         assert_eq!(join_relative("n.md", "../m.md"), None);
     }
 

@@ -243,7 +243,9 @@ fn check_modified(app: &App, path: &VaultPath, expected: &str) -> KbResult<()> {
     let (_, meta) = read_text(app, path)?;
     let now = meta.modified().ok();
     if now != Some(exp) {
-        let shown = now.map(time::to_rfc3339).unwrap_or_else(|| "unknown".into());
+        let shown = now
+            .map(time::to_rfc3339)
+            .unwrap_or_else(|| "unknown".into());
         return Err(KbError::new(
             ErrorKind::Conflict,
             format!("Note changed since {expected}: now {shown}"),
@@ -398,7 +400,7 @@ fn new_target(
             }
             Some(dest)
         }
-        Form::Wiki | Form::Tag { .. } => {
+        Form::Wiki | Form::Tag { .. } | Form::PropertyItem => {
             let page = new.pages().iter().find(|p| p.path == want)?;
             let slug = pkm_core::path::slug_of(&page.path);
             let mut names = vec![dialect.page_name(&page.path), page.title.clone()];

@@ -92,7 +92,10 @@ fn folder_of(path: &str) -> &str {
 }
 
 fn relative(from: &str, to: &str) -> String {
-    let from: Vec<&str> = folder_of(from).split('/').filter(|s| !s.is_empty()).collect();
+    let from: Vec<&str> = folder_of(from)
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
     let to: Vec<&str> = to.split('/').collect();
     let common = from
         .iter()
@@ -120,7 +123,11 @@ fn text_of(n: &Note, path: &str, flavor: App3) -> String {
                 suffix,
             } => {
                 let target = match f {
-                    Some(f) => format!("{}/{}", FOLDERS[*f].rsplit('/').next().unwrap(), NAMES[*name]),
+                    Some(f) => format!(
+                        "{}/{}",
+                        FOLDERS[*f].rsplit('/').next().unwrap(),
+                        NAMES[*name]
+                    ),
                     None => NAMES[*name].to_owned(),
                 };
                 let bang = if *embed { "!" } else { "" };
@@ -213,7 +220,12 @@ impl Reference {
             [by_path, by_title, by_alias, by_suffix]
         };
         for rule in rules {
-            let mut found: Vec<&String> = self.pages.iter().filter(|p| rule(p)).map(|p| &p.0).collect();
+            let mut found: Vec<&String> = self
+                .pages
+                .iter()
+                .filter(|p| rule(p))
+                .map(|p| &p.0)
+                .collect();
             if found.is_empty() {
                 continue;
             }
@@ -241,7 +253,10 @@ impl Reference {
         if !l.markdown {
             return self.resolve(&l.target, from);
         }
-        let mut parts: Vec<&str> = folder_of(from).split('/').filter(|s| !s.is_empty()).collect();
+        let mut parts: Vec<&str> = folder_of(from)
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .collect();
         for seg in l.target.split('/') {
             match seg {
                 ".." => {
@@ -257,8 +272,15 @@ impl Reference {
 
 #[derive(Debug, Clone)]
 enum Move {
-    Note { note: usize, folder: usize, name: usize },
-    Folder { from: usize, to: usize },
+    Note {
+        note: usize,
+        folder: usize,
+        name: usize,
+    },
+    Folder {
+        from: usize,
+        to: usize,
+    },
 }
 
 fn a_move() -> impl Strategy<Value = Move> {
@@ -270,7 +292,11 @@ fn a_move() -> impl Strategy<Value = Move> {
 }
 
 fn flavor() -> impl Strategy<Value = App3> {
-    prop_oneof![Just(App3::Markdown), Just(App3::Obsidian), Just(App3::Logseq)]
+    prop_oneof![
+        Just(App3::Markdown),
+        Just(App3::Obsidian),
+        Just(App3::Logseq)
+    ]
 }
 
 fn read_vault(root: &std::path::Path, paths: &[String]) -> BTreeMap<String, String> {

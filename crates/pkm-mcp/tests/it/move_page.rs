@@ -131,7 +131,10 @@ fn refusals_change_nothing() {
         (json!({ "from": "nowhere/", "to": "x/" }), -32001),
         (json!({ "from": note, "to": note }), -32602),
         (json!({ "from": note, "to": "projects/" }), -32602),
-        (json!({ "from": "projects/", "to": "projects/sub/" }), -32602),
+        (
+            json!({ "from": "projects/", "to": "projects/sub/" }),
+            -32602,
+        ),
         (json!({ "from": "../x.md", "to": "x.md" }), -32602),
         (
             json!({ "from": note, "to": "x.md", "expected_modified": "2001-01-01T00:00:00Z" }),
@@ -142,7 +145,11 @@ fn refusals_change_nothing() {
         let e = s.err("kb_move_page", args.clone());
         assert_eq!(e["code"], json!(code), "{args}: {e}");
     }
-    assert_eq!(snapshot(&vault), untouched, "a refused move changed nothing");
+    assert_eq!(
+        snapshot(&vault),
+        untouched,
+        "a refused move changed nothing"
+    );
     // The right expected_modified lets it through.
     let done = s.ok(
         "kb_move_page",
