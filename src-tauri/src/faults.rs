@@ -1,5 +1,5 @@
-//! The write path's fault-injection seam: the steps of a save or a delete at which a test may make
-//! it fail (`App::set_fault_injector`, with the `test-support` feature only).
+//! The write path's fault-injection seam: the steps of a save, a delete or a multi-file change
+//! (`batch.rs`) at which a test may make it fail (`App::set_fault_injector`, with the `test-support` feature only).
 
 use std::sync::Arc;
 
@@ -14,6 +14,10 @@ pub enum Step {
     StoreTransaction,
     IndexCommit,
     Remove,
+    /// A multi-file change: before its journal is written (`journal.rs`).
+    JournalWrite,
+    /// A multi-file change: before its journal is removed, the change done.
+    JournalRemove,
 }
 
 pub type FaultInjector = Arc<dyn Fn(Step) -> std::io::Result<()> + Send + Sync>;

@@ -6,12 +6,14 @@
 //! `VaultPath`.
 
 pub mod app;
+pub mod batch;
 mod beneath;
 pub mod commands;
 mod convert;
 pub mod dto;
 mod faults;
 pub mod hooks;
+mod journal;
 pub mod lock;
 mod pending;
 mod queue;

@@ -70,7 +70,7 @@ pub(crate) fn escapes(path: &VaultPath) -> KbError {
     .with_hint("Only files inside the vault are notes; a symbolic link may lead to another place in the vault, not out of it.")
 }
 
-fn io_error(what: &str, path: &VaultPath, e: &std::io::Error) -> KbError {
+pub(crate) fn io_error(what: &str, path: &VaultPath, e: &std::io::Error) -> KbError {
     if crate::read_failure::is_escape(e) {
         tracing::warn!(note = %path, "{what} refused: the path leads outside the vault");
         return escapes(path);
@@ -105,7 +105,7 @@ fn temp_name(name: &str) -> OsString {
 /// Makes a folder's entries (a rename, a removal) durable. Where the OS cannot fsync a folder
 /// (Windows: a folder opened as a file cannot be flushed, and NTFS journals its entries itself)
 /// that is no failure; anywhere else a failed fsync is one, and the write reports it.
-fn sync_folder(sync: impl FnOnce() -> std::io::Result<()>) -> std::io::Result<()> {
+pub(crate) fn sync_folder(sync: impl FnOnce() -> std::io::Result<()>) -> std::io::Result<()> {
     if cfg!(windows) {
         return Ok(());
     }
@@ -130,7 +130,7 @@ impl App {
     }
 
     #[cfg(feature = "test-support")]
-    fn step(&self, s: Step) -> std::io::Result<()> {
+    pub(crate) fn step(&self, s: Step) -> std::io::Result<()> {
         match self.faults.read().as_ref() {
             Some(f) => f(s),
             None => Ok(()),
@@ -138,7 +138,7 @@ impl App {
     }
 
     #[cfg(not(feature = "test-support"))]
-    fn step(&self, _: Step) -> std::io::Result<()> {
+    pub(crate) fn step(&self, _: Step) -> std::io::Result<()> {
         Ok(())
     }
 
@@ -146,7 +146,7 @@ impl App {
     /// over it, and the folder fsynced, all relative to the folder's handle (opened beneath the
     /// vault's, its missing folders created). The new mtime is `exact` when given, else strictly
     /// after `not_before`, so that `modified_at` changes on every write even within one clock tick.
-    fn atomic_write(
+    pub(crate) fn atomic_write(
         &self,
         path: &VaultPath,
         bytes: &[u8],
@@ -285,7 +285,7 @@ impl App {
     }
 
     /// The note as it is on disk before a mutation (`bytes: None` when there is none).
-    fn read_current(&self, path: &VaultPath) -> KbResult<Current> {
+    pub(crate) fn read_current(&self, path: &VaultPath) -> KbResult<Current> {
         match self.root.read_regular(path.as_str()) {
             Ok((bytes, meta)) => Ok(Current {
                 mtime: meta.modified().ok(),
@@ -430,7 +430,7 @@ impl App {
     /// vault root, each relative to its parent's handle, and makes that durable. Only an empty
     /// folder is removed (not a symlink to one), so the first one that still holds anything (a
     /// hidden file too) stays, and so does every folder above it.
-    fn remove_empty_folders(&self, note: &VaultPath) -> std::io::Result<()> {
+    pub(crate) fn remove_empty_folders(&self, note: &VaultPath) -> std::io::Result<()> {
         let mut last_removed = None;
         let mut dir = Some(note.parent()).filter(|d| !d.is_empty());
         while let Some(d) = dir {
@@ -459,7 +459,7 @@ impl App {
 
     /// What the watcher should take for our own echo at `path`: the content hash we are writing
     /// (`""` for a delete), or nothing when the write was undone.
-    fn record_own_save(&self, path: &VaultPath, hash: Option<&str>) {
+    pub(crate) fn record_own_save(&self, path: &VaultPath, hash: Option<&str>) {
         let mut own = self.own_saves.lock();
         match hash {
             Some(h) => own.insert(path.as_str().to_owned(), h.to_owned()),

@@ -154,6 +154,37 @@ impl Change<'_> {
         Ok(ids)
     }
 
+    /// Step 2a for pages of which some moved (`Some(old path)`): their store rows in one
+    /// transaction, a moved page keeping the block ids it had at its old path, whose rows go
+    /// (their index docs go with [`Change::unindex`]); returns each page's block ids. Both paths
+    /// must be in the change.
+    pub(crate) fn save_moved(
+        &mut self,
+        pages: &[(&Prepared, Option<&str>)],
+    ) -> KbResult<Vec<Vec<String>>> {
+        let rows: Vec<_> = pages
+            .iter()
+            .map(|(p, from)| (p.record.clone(), p.blocks.clone(), from.map(str::to_owned)))
+            .collect();
+        let ids = self.store.save_moved_pages(&rows).map_err(KbError::from)?;
+        let mut paths = Vec::new();
+        for (p, from) in pages {
+            paths.push(p.record.path.as_str().to_owned());
+            paths.extend(from.map(str::to_owned));
+        }
+        self.stored(paths);
+        Ok(ids)
+    }
+
+    /// The index docs of notes whose store rows went with [`Change::save_moved`] (uncommitted).
+    pub(crate) fn unindex(&mut self, paths: &[String]) -> KbResult<()> {
+        self.index_dirty = true;
+        for p in paths {
+            self.index.delete_page(p).map_err(KbError::from)?;
+        }
+        Ok(())
+    }
+
     /// Step 2b: the pages' index docs, uncommitted. `indexed(path)` says whether the index may hold
     /// docs of the page already (if not, they are added without a delete, which every commit would
     /// otherwise apply to every segment).

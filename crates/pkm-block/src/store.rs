@@ -374,6 +374,24 @@ impl StoreWriter {
         })
     }
 
+    /// [`Self::save_pages`] for pages of which some moved: a page given with the path it had
+    /// before (`Some(from)`) keeps the block ids of the page at `from` (by the rule of
+    /// [`Self::save_page`]), and the page at `from` goes away, in the same transaction; so a
+    /// `((uuid))` reference to a block of a moved note still finds it.
+    pub fn save_moved_pages(
+        &mut self,
+        pages: &[(PageRecord, Vec<NewBlock>, Option<String>)],
+    ) -> Result<Vec<Vec<String>>, StoreError> {
+        self.write(|tx| {
+            pages
+                .iter()
+                .map(|(page, blocks, from)| {
+                    write::save_page_from(tx, page, blocks, from.as_deref())
+                })
+                .collect()
+        })
+    }
+
     /// Runs `f` with this writer in one write transaction: every write `f` makes joins it, and it
     /// is committed when `f` returns `Ok` and rolled back otherwise. For a large vault scan: a
     /// transaction per chunk would write every page of the block-id index (random UUIDs) to the

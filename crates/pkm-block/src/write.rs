@@ -18,6 +18,17 @@ pub(crate) fn save_page(
     page: &PageRecord,
     blocks: &[NewBlock],
 ) -> Result<Vec<String>, StoreError> {
+    save_page_from(tx, page, blocks, None)
+}
+
+/// [`save_page`] for a page that may have moved: with `from`, the page's old blocks (whose ids
+/// it keeps by the one rule, [`kept_ids`]) are those of the page at `from`, which goes away.
+pub(crate) fn save_page_from(
+    tx: &Connection,
+    page: &PageRecord,
+    blocks: &[NewBlock],
+    from: Option<&str>,
+) -> Result<Vec<String>, StoreError> {
     let path = page.path.as_str();
     for (i, b) in blocks.iter().enumerate() {
         if let Some(p) = b.parent
@@ -30,7 +41,10 @@ pub(crate) fn save_page(
     }
     let size = to_i64(page.size, "size")?;
 
-    let old = old_blocks(tx, path)?;
+    let old = old_blocks(tx, from.unwrap_or(path))?;
+    if let Some(from) = from.filter(|f| *f != path) {
+        delete_page(tx, from)?;
+    }
     // The cascade removes the old blocks, links and tags; their ids are free again, and any id
     // still present in `blocks` afterwards belongs to another page.
     tx.prepare_cached("DELETE FROM pages WHERE path = ?1")?

@@ -268,6 +268,35 @@ fn ids_stay_stable_across_resaves_and_insertions() {
 }
 
 #[test]
+fn a_moved_page_keeps_its_block_ids_and_its_old_path_goes() {
+    let (_dir, store, mut writer) = open();
+    let ids = writer
+        .save_page(&page("a.md", "A"), &[block("one"), block("two")])
+        .unwrap();
+    writer
+        .save_page(&page("other.md", "O"), &[block("three")])
+        .unwrap();
+    let moved = writer
+        .save_moved_pages(&[
+            (
+                page("sub/b.md", "B"),
+                vec![block("one"), block("two"), block("new")],
+                Some("a.md".to_owned()),
+            ),
+            (page("other.md", "O"), vec![block("three")], None),
+        ])
+        .unwrap();
+    assert_eq!(&moved[0][..2], &ids[..], "the moved page keeps its ids");
+    assert!(!ids.contains(&moved[0][2]));
+    assert!(store.get_page(&vp("a.md")).unwrap().is_none());
+    assert_eq!(
+        store.get_block(&ids[0]).unwrap().unwrap().page_path,
+        "sub/b.md"
+    );
+    assert_eq!(contents(&store, "other.md"), ["three"]);
+}
+
+#[test]
 fn explicit_id_wins() {
     let (_dir, store, mut writer) = open();
     let p = page("a.md", "A");

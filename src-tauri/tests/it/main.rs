@@ -4,6 +4,7 @@
 #[path = "../../../tests/support/copy_dir.rs"]
 mod copy_dir;
 
+mod batch;
 mod commands;
 mod move_props;
 mod resolution_props;
