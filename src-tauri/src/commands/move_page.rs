@@ -14,6 +14,7 @@ use pkm_markdown::linker::LinkKind;
 use pkm_markdown::relink::{self, Form, Site};
 
 use crate::app::App;
+use crate::batch::FileChange;
 use crate::commands::page::read_text;
 use crate::convert::prepare;
 use crate::dto::{MoveResult, MovedNote, RewrittenNote};
