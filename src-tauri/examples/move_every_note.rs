@@ -30,7 +30,10 @@ fn copy(from: &Path, to: &Path) {
             }
             std::fs::create_dir_all(&dst).unwrap();
             copy(&src, &dst);
-        } else if src.extension().is_some_and(|x| x == "md" || x == "edn" || x == "json") {
+        } else if src
+            .extension()
+            .is_some_and(|x| x == "md" || x == "edn" || x == "json")
+        {
             std::fs::copy(&src, &dst).unwrap();
         }
     }
@@ -57,7 +60,10 @@ fn backlinks(app: &App, path: &str) -> BTreeSet<String> {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let folder = Path::new(args.get(1).expect("usage: move_every_note <folder> [--obsidian] [--limit N]"));
+    let folder = Path::new(
+        args.get(1)
+            .expect("usage: move_every_note <folder> [--obsidian] [--limit N]"),
+    );
     let limit: usize = match args.iter().position(|a| a == "--limit") {
         Some(i) => args[i + 1].parse().unwrap(),
         None => usize::MAX,
@@ -121,7 +127,9 @@ fn main() {
         let edges_after = edges(&app);
         let lost: Vec<_> = edges_before.difference(&edges_after).collect();
         if !lost.is_empty() {
-            failures.push(format!("{from} → {to}: links no longer resolving as before {lost:?}"));
+            failures.push(format!(
+                "{from} → {to}: links no longer resolving as before {lost:?}"
+            ));
         }
         added += edges_after.difference(&edges_before).count();
     }
