@@ -188,10 +188,7 @@ impl App {
             #[cfg(feature = "test-support")]
             faults: RwLock::new(None),
         });
-        let mut writer = Writer::new(store_writer, index_writer, lead);
-        // A change of several notes cut short by a crash (`batch.rs`) is finished or undone
-        // before anything reads the vault or the first scan runs, so that nothing sees a mix.
-        app.recover_journal(&mut writer);
+        let writer = Writer::new(store_writer, index_writer, lead);
         let thread = crate::writer::spawn(Arc::downgrade(&app), queue, writer).map_err(|e| {
             tracing::error!(error = %e, "cannot start the writer thread");
             KbError::external("starting the vault's writer")
@@ -206,6 +203,9 @@ impl App {
                 }
             });
         }
+        // A change of several notes cut short by a crash (`batch.rs`) is finished or undone on
+        // the writer before this returns: before anything reads the vault or the first scan runs.
+        app.recover_at_open()?;
         Ok(app)
     }
 

@@ -90,7 +90,7 @@ impl App {
     /// for the writer, like [`App::mutate`], then VaultLocked with nothing changed.
     #[cfg_attr(
         not(feature = "test-support"),
-        allow(dead_code, reason = "kb_move_page (issue #34) is its first caller")
+        allow(dead_code, reason = "moving a note (issue #34) is its first caller")
     )]
     pub(crate) fn mutate_files<T: Send + 'static>(
         &self,
@@ -514,11 +514,22 @@ impl App {
         Ok(true)
     }
 
+    /// [`App::recover_journal`] at open (`App::open_leading`), on the writer, waited for.
+    pub(crate) fn recover_at_open(&self) -> KbResult<()> {
+        if !journal::path(&self.vault).exists() {
+            return Ok(());
+        }
+        self.on_writer(None, |app, writer| {
+            app.recover_journal(writer);
+            Ok(())
+        })
+    }
+
     /// Finishes a change of several notes cut short (a crash, or a failure this process could
     /// not undo): forward, or back when its journal was marked so; then the store and the index
     /// brought in line with the files it touched (a moved note keeping its block ids), and the
-    /// journal removed. At open, before the first scan (`App::open_leading`), and before a change
-    /// when this process left a journal. True when no journal is left.
+    /// journal removed. At open, before the first scan ([`App::recover_at_open`]), and before a
+    /// change when this process left a journal. True when no journal is left.
     pub(crate) fn recover_journal(&self, writer: &mut Writer) -> bool {
         let (entries, back) = match journal::read(&self.vault) {
             Ok(Found::None) => return true,

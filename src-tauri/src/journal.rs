@@ -156,6 +156,8 @@ fn sync_pkm(vault: &Vault) -> std::io::Result<()> {
 /// Writes the journal of `entries` durably: a temp file fsynced, renamed into place, `.pkm/`
 /// fsynced. Nothing of the vault has changed when this returns an error.
 pub(crate) fn write(vault: &Vault, entries: &[Entry]) -> std::io::Result<()> {
+    // A marker left alone by an earlier change must not turn this one back.
+    remove_if_there(&back_marker(vault))?;
     let bytes = encode(entries);
     let tmp = vault.pkm_dir().join(format!("{NAME}.tmp"));
     let result = (|| {

@@ -334,6 +334,20 @@ fn fail_at(app: &App, k: usize) -> Arc<AtomicUsize> {
     seen
 }
 
+/// Fails every step from the k-th on (the steps that would undo the change too).
+fn fail_from(app: &App, k: usize) {
+    let seen = AtomicUsize::new(0);
+    app.set_fault_injector(Some(Arc::new(move |step: Step| {
+        if seen.fetch_add(1, Ordering::SeqCst) >= k {
+            Err(std::io::Error::other(format!(
+                "injected failure at {step:?}"
+            )))
+        } else {
+            Ok(())
+        }
+    })));
+}
+
 fn copy_all(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
@@ -398,6 +412,9 @@ fn a_failure_at_any_step_of_a_move_leaves_the_vault_before_or_after() {
 /// `<vault>\n<step>`.
 const CRASH_CHILD: &str = "STRATUM_BATCH_CRASH_CHILD";
 const ABORTING: &str = "crash child: aborting at step";
+/// The test whose binary, re-run with [`CRASH_CHILD`] set, is the child.
+const CRASH_TEST: &str =
+    "batch::a_process_killed_at_any_step_of_a_move_leaves_the_vault_before_or_after_once_reopened";
 
 /// In the child: open the prepared vault, plan the move, and abort the process when the write
 /// path reaches step `k` (no unwinding, no destructor: as a kill).
@@ -444,14 +461,13 @@ fn a_process_killed_at_any_step_of_a_move_leaves_the_vault_before_or_after_once_
     };
     assert!(steps > 5 * (LINKERS + 1), "{steps} steps");
 
-    let test_name = "batch::a_process_killed_at_any_step_of_a_move_leaves_the_vault_before_or_after_once_reopened";
     let mut outcomes = Vec::new();
     // One more than there are steps: that child runs to the end, so none was missed.
     for k in 0..=steps {
         let dir = tempfile::tempdir().unwrap();
         copy_all(base.path(), dir.path());
         let out = Command::new(std::env::current_exe().unwrap())
-            .args([test_name, "--exact", "--nocapture", "--test-threads=1"])
+            .args([CRASH_TEST, "--exact", "--nocapture", "--test-threads=1"])
             .env(CRASH_CHILD, format!("{}\n{k}", dir.path().display()))
             .output()
             .unwrap();
@@ -481,4 +497,120 @@ fn a_process_killed_at_any_step_of_a_move_leaves_the_vault_before_or_after_once_
         !outcomes[0] && outcomes[1..].iter().all(|m| *m),
         "{outcomes:?}"
     );
+}
+
+#[test]
+fn an_undo_that_fails_too_is_finished_at_the_next_open_and_the_vault_is_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = make_vault(dir.path());
+    let before = snapshot(dir.path());
+    let app = open(dir.path());
+    // Every step from the twelfth file's on fails: the change stops half-way, and putting the
+    // written files back fails as well.
+    fail_from(&app, 1 + 5 * 12);
+    let err = app
+        .apply_file_changes(plan(dir.path(), app.vault()))
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::External, "{err:?}");
+    app.set_fault_injector(None);
+    assert!(journal_left(dir.path()) && dir.path().join(".pkm/change.journal.back").exists());
+    assert_ne!(
+        snapshot(dir.path()),
+        before,
+        "half-way, as the failures left it"
+    );
+    drop(app);
+    let app = open(dir.path());
+    assert!(!journal_left(dir.path()));
+    assert!(!dir.path().join(".pkm/change.journal.back").exists());
+    assert_eq!(snapshot(dir.path()), before);
+    store_agrees(&app, &id, false);
+}
+
+#[test]
+fn a_journal_left_by_this_process_is_finished_before_the_next_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = make_vault(dir.path());
+    let before = snapshot(dir.path());
+    let app = open(dir.path());
+    fail_from(&app, 1 + 5 * 3);
+    assert!(
+        app.apply_file_changes(plan(dir.path(), app.vault()))
+            .is_err()
+    );
+    app.set_fault_injector(None);
+    assert!(journal_left(dir.path()));
+    app.apply_file_changes(Vec::new()).unwrap();
+    assert!(!journal_left(dir.path()));
+    assert_eq!(snapshot(dir.path()), before);
+    store_agrees(&app, &id, false);
+    // And the change can be made now.
+    let changes = plan(dir.path(), app.vault());
+    let after = expected_after(&before, &changes);
+    app.apply_file_changes(changes).unwrap();
+    assert_eq!(snapshot(dir.path()), after);
+    store_agrees(&app, &id, true);
+}
+
+#[test]
+fn an_unreadable_journal_is_set_aside_and_the_vault_left_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = make_vault(dir.path());
+    let before = snapshot(dir.path());
+    std::fs::write(
+        dir.path().join(".pkm/change.journal"),
+        b"STRATUM-JOURNAL\n torn",
+    )
+    .unwrap();
+    let app = open(dir.path());
+    assert!(!journal_left(dir.path()));
+    let aside: Vec<String> = std::fs::read_dir(dir.path().join(".pkm"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("change.journal.unreadable-"))
+        .collect();
+    assert_eq!(aside.len(), 1, "kept for a person to look at");
+    assert_eq!(snapshot(dir.path()), before);
+    store_agrees(&app, &id, false);
+}
+
+#[test]
+fn a_note_edited_by_hand_after_a_crash_is_kept_and_the_rest_finished() {
+    let base = tempfile::tempdir().unwrap();
+    let id = make_vault(base.path());
+    let before = snapshot(base.path());
+    let after = expected_after(
+        &before,
+        &plan(base.path(), &Vault::open(base.path()).unwrap()),
+    );
+    // Killed after the journal and the first fifteen files (the moved note, n00..n13).
+    let k = 1 + 5 * 15;
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([CRASH_TEST, "--exact", "--nocapture"])
+        .env(CRASH_CHILD, format!("{}\n{k}", base.path().display()))
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Before the vault is opened again, a person edits a note already rewritten and one not yet.
+    std::fs::write(base.path().join("notes/n03.md"), "- mine [[moved]]\n").unwrap();
+    std::fs::write(base.path().join("notes/n20.md"), "- mine too [[target]]\n").unwrap();
+    let app = open(base.path());
+    assert!(!journal_left(base.path()));
+    let mut expected = after.clone();
+    expected.insert("notes/n03.md".into(), Some(b"- mine [[moved]]\n".to_vec()));
+    expected.insert(
+        "notes/n20.md".into(),
+        Some(b"- mine too [[target]]\n".to_vec()),
+    );
+    assert_eq!(
+        diff(&snapshot(base.path()), &expected),
+        Vec::<String>::new()
+    );
+    assert_eq!(pelican_block(&app), (id, TO.to_owned()));
+    let targets = graph::resolve_link_target(&app, "target").unwrap();
+    assert!(targets.unresolved, "nothing is at the old path");
 }
