@@ -30,8 +30,12 @@ pub enum Form {
     /// written (percent-encoded or not), without `<...>`.
     Markdown,
     /// A link reference definition `[label]: dest "title"`; `label` is the bytes between its
-    /// brackets.
-    Definition { label: Range<usize> },
+    /// brackets; `referenced` when a reference link (`[x][label]`, `[label]`) outside a wiki link
+    /// uses it, so its label must stay.
+    Definition {
+        label: Range<usize>,
+        referenced: bool,
+    },
     /// A bare item of a Logseq page's `tags::` value (`tags:: a, b`): a reference to page `a`.
     /// `[[a]]` and `#a` items are wiki links and tags.
     PropertyItem,
@@ -102,7 +106,20 @@ pub fn sites(text: &str, dialect: &Dialect) -> Vec<Site> {
         };
         out.extend(site);
     }
-    out.extend(definitions(text, s.body_start, &out));
+    // Destinations that reference links outside wiki links use (a `[note]` inside Foam's
+    // `[[note]]` is the wiki link's, not a reference).
+    let referenced: Vec<&str> = s
+        .links
+        .iter()
+        .filter(|l| !l.image && l.link_type != pulldown_cmark::LinkType::Inline)
+        .filter(|l| {
+            !wikis
+                .iter()
+                .any(|w| w.range.start <= l.range.start && l.range.end <= w.range.end)
+        })
+        .map(|l| l.dest.as_str())
+        .collect();
+    out.extend(definitions(text, s.body_start, &out, &referenced));
     if dialect.tags_are_links() {
         out.extend(tag_items(text, s.body_start));
     }
@@ -200,7 +217,7 @@ fn inline_dest(text: &str, range: Range<usize>, dest: &str) -> Option<Range<usiz
 /// Link reference definitions in the body whose destination is a note: a relative path ending in
 /// `.md`, or one without an extension whose label is the target of a wiki link of the note (Foam's
 /// `[note]: note "Note"` written for `[[note]]`).
-fn definitions(text: &str, body_start: usize, found: &[Site]) -> Vec<Site> {
+fn definitions(text: &str, body_start: usize, found: &[Site], referenced: &[&str]) -> Vec<Site> {
     if !text.contains("]:") {
         return Vec::new();
     }
@@ -257,7 +274,10 @@ fn definitions(text: &str, body_start: usize, found: &[Site]) -> Vec<Site> {
             },
             range: span,
             target: start..start + path_len,
-            form: Form::Definition { label },
+            form: Form::Definition {
+                label,
+                referenced: referenced.contains(&dest),
+            },
         });
     }
     out
@@ -489,7 +509,7 @@ mod tests {
             forms,
             vec![("note", "note"), ("old.md", "old.md"), ("note", "note")]
         );
-        let Form::Definition { label } = &s[2].form else {
+        let Form::Definition { label, .. } = &s[2].form else {
             panic!("{:?}", s[2]);
         };
         assert_eq!(&text[label.clone()], "note");

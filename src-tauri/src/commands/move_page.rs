@@ -362,9 +362,13 @@ fn relink_note(
         changes.push((range, replacement));
         count += 1;
     }
-    // Foam's definition `[note]: note.md` of a rewritten `[[note]]` takes the new name as label.
+    // Foam's definition `[note]: note.md` of a rewritten `[[note]]` takes the new name as label,
+    // unless a reference link (`[x][note]`) uses the label.
     for site in &sites {
-        if let Form::Definition { label } = &site.form
+        if let Form::Definition {
+            label,
+            referenced: false,
+        } = &site.form
             && let Some(new_label) = text
                 .get(label.clone())
                 .and_then(|l| wiki_renamed.get(&l.trim().to_lowercase()))

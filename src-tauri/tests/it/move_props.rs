@@ -416,3 +416,80 @@ proptest! {
         prop_assert_eq!(answered, rewritten);
     }
 }
+
+/// Opens a vault of `files` (path, text), moves `from` to `to`, and returns the files after.
+fn moved(files: &[(&str, &str)], from: &str, to: &str) -> BTreeMap<String, String> {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, text) in files {
+        let abs = dir.path().join(path);
+        std::fs::create_dir_all(abs.parent().unwrap()).unwrap();
+        std::fs::write(abs, text).unwrap();
+    }
+    let app: Arc<App> = App::open(Vault::open(dir.path()).unwrap(), AppConfig::default()).unwrap();
+    scan::scan(&app, ScanMode::Incremental).unwrap();
+    app.mark_ready();
+    move_page::move_page(&app, from, to, true, None, false).unwrap();
+    let mut out = BTreeMap::new();
+    for (path, _) in files {
+        let path = if *path == from { to } else { path };
+        if let Ok(text) = std::fs::read_to_string(dir.path().join(path)) {
+            out.insert(path.to_owned(), text);
+        }
+    }
+    out
+}
+
+#[test]
+fn logseq_references_follow_the_graphs_file_names() {
+    let after = moved(
+        &[
+            ("logseq/config.edn", "{:file/name-format :triple-lowbar}\n"),
+            ("pages/a___b.md", "- the page a/b\n"),
+            (
+                "pages/linking.md",
+                "tags:: a/b, other\n\n- see [[a/b]] and #[[a/b]] and #a/b\n- `[[a/b]]` stays\n",
+            ),
+        ],
+        "pages/a___b.md",
+        "pages/c___d e.md",
+    );
+    assert_eq!(
+        after["pages/linking.md"],
+        "tags:: c/d e, other\n\n- see [[c/d e]] and #[[c/d e]] and #[[c/d e]]\n- `[[a/b]]` stays\n"
+    );
+}
+
+#[test]
+fn foam_definitions_follow_their_wiki_links() {
+    let after = moved(
+        &[
+            ("notes/note.md", "text\n"),
+            (
+                "index.md",
+                "See [[note]] and [the note][note].\n\n[note]: notes/note.md \"Note\"\n",
+            ),
+        ],
+        "notes/note.md",
+        "archive/renamed.md",
+    );
+    assert_eq!(
+        after["index.md"],
+        "See [[renamed]] and [the note][note].\n\n[note]: archive/renamed.md \"Note\"\n"
+    );
+    // Used by no reference link, Foam's definition takes the wiki link's new name as label.
+    let after = moved(
+        &[
+            ("notes/note.md", "text\n"),
+            (
+                "index.md",
+                "See [[note]].\n\n[note]: notes/note.md \"Note\"\n",
+            ),
+        ],
+        "notes/note.md",
+        "archive/renamed.md",
+    );
+    assert_eq!(
+        after["index.md"],
+        "See [[renamed]].\n\n[renamed]: archive/renamed.md \"Note\"\n"
+    );
+}
