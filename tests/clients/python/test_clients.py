@@ -603,23 +603,25 @@ async def test_kb_set_properties_then_recent_changes_and_list_tags(connect, tran
 
 
 @pytest.mark.anyio
-async def test_kb_move_page_rewrites_the_links_to_it(connect, transport: str) -> None:
+async def test_kb_move_page_rewrites_the_links_to_it(connect, transport: str, protocol: str) -> None:
     vault, open_client = connect
-    old = f"inbox/Python SDK {transport} to move.md"
-    new = f"archive/Python SDK {transport} moved.md"
-    linking = f"inbox/Python SDK {transport} linking.md"
+    # One vault per transport, shared by the revisions: each run moves its own note.
+    name = f"Python SDK {transport} {protocol}"
+    old = f"inbox/{name} to move.md"
+    new = f"archive/{name} moved.md"
+    linking = f"inbox/{name} linking.md"
     async with open_client() as client:
         await call(client, "kb_write_page", {"path": old, "content": "# To move\n"})
         await call(
             client,
             "kb_write_page",
-            {"path": linking, "content": f"See [[Python SDK {transport} to move|it]].\n"},
+            {"path": linking, "content": f"See [[{name} to move|it]].\n"},
         )
         out = await call(client, "kb_move_page", {"from": old, "to": new})
         assert out["moved"] == [{"from": old, "to": new}]
         assert out["rewritten"] == [{"path": linking, "links": 1}]
         assert out["dry_run"] is False
-        assert note_text(vault, linking) == f"See [[Python SDK {transport} moved|it]].\n"
+        assert note_text(vault, linking) == f"See [[{name} moved|it]].\n"
         assert not (vault / old).exists()
 
 
