@@ -326,7 +326,7 @@ def bench_move(c, res, quick):
         frm, to = names[i % 2], names[(i + 1) % 2]
         t0 = time.perf_counter()
         out = c.call_json("kb_move_page", {"from": frm, "to": to})
-        lat.append((time.perf_counter() - t0) * 1000)
+        lat.append(time.perf_counter() - t0)
         rewritten = len(out["rewritten"])
     res["move_page"] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99),
                         "rewritten_notes": rewritten}
