@@ -134,23 +134,39 @@ pub(crate) fn plan(
     let map = |p: &str| -> String { moves.get(p).cloned().unwrap_or_else(|| p.to_owned()) };
 
     // The notes that may hold a link to change: the moved notes, every note with a link that
-    // resolved to a moved note, and every note with a link the move would take elsewhere.
+    // resolved to a moved note, and every note with a link the move would take elsewhere. Only a
+    // link under one of the moved pages' names, old or new, can resolve differently from a note
+    // that stays (the resolver matches names; a stored markdown target is a vault path), so the
+    // store is asked for the links under those names alone.
     let mut candidates: HashSet<String> = moves.keys().cloned().collect();
     if update_links {
-        app.store
-            .for_each_link(&mut |source: &str, target: &str, _: Option<&str>| {
-                if candidates.contains(source) {
-                    return;
-                }
-                let before = old.resolve_from(target, Some(source)).map(|p| &p.path);
-                let Some(before) = before else { return };
-                let moved = moves.contains_key(before.as_str());
-                let after = new.resolve_from(target, Some(source)).map(|p| &p.path);
-                if moved || after.map(String::as_str) != Some(map(before).as_str()) {
-                    candidates.insert(source.to_owned());
-                }
-            })
-            .map_err(KbError::from)?;
+        let mut names: Vec<String> = Vec::new();
+        for (from, to) in &moves {
+            if let Some(p) = old.pages().iter().find(|p| &p.path == from) {
+                names.extend(old.names_of(p));
+            }
+            if let Some(p) = new.pages().iter().find(|p| &p.path == to) {
+                names.extend(new.names_of(p));
+            }
+        }
+        names.sort();
+        names.dedup();
+        for (link, _) in app.store.links_to_keys(&names).map_err(KbError::from)? {
+            let source = link.source_page.as_str();
+            if candidates.contains(source) {
+                continue;
+            }
+            let Some(before) = old.resolve_from(&link.target, Some(source)) else {
+                continue;
+            };
+            let moved = moves.contains_key(before.path.as_str());
+            let after = new
+                .resolve_from(&link.target, Some(source))
+                .map(|p| &p.path);
+            if moved || after.map(String::as_str) != Some(map(&before.path).as_str()) {
+                candidates.insert(source.to_owned());
+            }
+        }
     }
     let mut candidates: Vec<String> = candidates.into_iter().collect();
     candidates.sort();
