@@ -151,6 +151,8 @@ rows = [
     ("kb_edit_page, one line appended under a heading, p50 / p95 / p99, ms", lambda r: lat(r, "edit_page")),
     ("Bytes sent to add one line to a note of ~20 KB: kb_edit_page / kb_write_page", lambda r: f"{r['one_line_bytes']['edit_page']} / {r['one_line_bytes']['write_page']} ({r['one_line_bytes']['note'] / 1000:.1f} KB note)"),
     ("kb_list_tags (100 most used) p50 / p95 / p99, ms", lambda r: lat(r, "list_tags")),
+    ("kb_move_page, a note with 200 inbound links in 200 notes, p50 / p95 / p99, ms", lambda r: lat(r, "move_page")),
+    ("kb_move_page, a folder of 500 notes, s", lambda r: f"{r['move_folder']['s']:.2f} ({r['move_folder']['notes']} notes)"),
     ("kb_write_page p50 / p95, ms", lambda r: f"{r['write']['p50']:.1f} / {r['write']['p95']:.1f}"),
     ("Peak RSS (VmHWM), MB", lambda r: f"{r['peak_rss_mb']:.0f}"),
     ("RSS at the end: anonymous / mapped index files, MB", lambda r: f"{r['rss_anon_mb']:.0f} / {r['rss_file_mb']:.0f}"),
@@ -217,10 +219,12 @@ targets = [
     ("kb_edit_page (one line appended under a heading) p95 ≤ 20 ms", 31, 10000, lambda r: r["edit_page"]["p95"], lambda v: v <= 20, "{:.2f} ms"),
     ("kb_get_outline p95 ≤ 5 ms", 31, 10000, lambda r: r["get_outline"]["p95"], lambda v: v <= 5, "{:.2f} ms"),
     ("kb_get_section p95 ≤ 5 ms", 31, 10000, lambda r: r["get_section"]["p95"], lambda v: v <= 5, "{:.2f} ms"),
+    ("kb_move_page of a note with 200 inbound links in 200 notes p95 ≤ 1 s", 34, 10000, lambda r: r["move_page"]["p95"], lambda v: v <= 1000, "{:.0f} ms"),
+    ("kb_move_page of a folder of 500 notes ≤ 5 s", 34, 10000, lambda r: r["move_folder"]["s"], lambda v: v <= 5, "{:.2f} s"),
 ]
 lines += [
     "",
-    "## Targets (issues #8, #12, #14, #17, #31 and #33, 2 cores)",
+    "## Targets (issues #8, #12, #14, #17, #31, #33 and #34, 2 cores)",
     "",
     "| Target | Issue | Where | Status in this run |",
     "|---|---|---|---|",

@@ -312,6 +312,35 @@ def bench_inside_notes(c, res, sample, paths, vault):
         f"{res['one_line_bytes']['edit_page']} B, kb_write_page {res['one_line_bytes']['write_page']} B")
 
 
+def bench_move(c, res, quick):
+    """Issue #34's rows: kb_move_page of a note with 200 inbound links in 200 notes (renamed back
+    and forth, each move rewriting the 200 notes), and of a folder of 500 notes linking each other."""
+    n_in = 200
+    for i in range(n_in):
+        c.call("kb_write_page", {"path": f"bench-move/in/l{i:03d}.md",
+                                 "content": f"# In {i}\n\n- see [[Bench Move Target A]] and [[Bench Move Target A#Part|part]]\n"})
+    c.call("kb_write_page", {"path": "bench-move/Bench Move Target A.md", "content": "# Target\n\n## Part\n"})
+    names = ("bench-move/Bench Move Target A.md", "bench-move/Bench Move Target B.md")
+    lat, rewritten = [], 0
+    for i in range(4 if quick else 20):
+        frm, to = names[i % 2], names[(i + 1) % 2]
+        t0 = time.perf_counter()
+        out = c.call_json("kb_move_page", {"from": frm, "to": to})
+        lat.append(time.perf_counter() - t0)
+        rewritten = len(out["rewritten"])
+    res["move_page"] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99),
+                        "rewritten_notes": rewritten}
+    log(f"kb_move_page, {rewritten} notes rewritten: p50 {res['move_page']['p50']} ms, p95 {res['move_page']['p95']} ms")
+    n_folder = 100 if quick else 500
+    for i in range(n_folder):
+        c.call("kb_write_page", {"path": f"bench-folder/f{i:03d}.md",
+                                 "content": f"# F {i}\n\n- next [[f{(i + 1) % n_folder:03d}]], up [In](../bench-move/in/l000.md)\n"})
+    t0 = time.perf_counter()
+    out = c.call_json("kb_move_page", {"from": "bench-folder/", "to": "bench-folder-moved/"})
+    res["move_folder"] = {"notes": len(out["moved"]), "s": round(time.perf_counter() - t0, 2)}
+    log(f"kb_move_page of a folder of {res['move_folder']['notes']} notes: {res['move_folder']['s']} s")
+
+
 def bench_stdio(a, res, paths, queries):
     rng = random.Random(42)
     t0 = time.perf_counter()
@@ -351,6 +380,7 @@ def bench_stdio(a, res, paths, queries):
                 res[tool] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99)}
                 log(f"{tool} p50 {res[tool]['p50']} ms")
             bench_inside_notes(c, res, sample, paths, a.vault)
+            bench_move(c, res, a.quick)
 
         nw = 20 if a.quick else 100
         body = "---\ntitle: Bench\ntags: [bench]\n---\n# Bench\n\n- TODO write benchmark note [[%s]]\n" % paths[0][:-3]

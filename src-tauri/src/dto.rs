@@ -295,3 +295,26 @@ pub struct SectionText {
     pub line_end: usize,
     pub modified_at: String,
 }
+
+/// One note `kb_move_page` moved.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MovedNote {
+    pub from: String,
+    pub to: String,
+}
+
+/// One note whose links `kb_move_page` rewrote (at its path after the move), with how many.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RewrittenNote {
+    pub path: String,
+    pub links: usize,
+}
+
+/// What `kb_move_page` answers: the notes moved, the notes rewritten, and whether it was a dry
+/// run (nothing changed).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MoveResult {
+    pub moved: Vec<MovedNote>,
+    pub rewritten: Vec<RewrittenNote>,
+    pub dry_run: bool,
+}

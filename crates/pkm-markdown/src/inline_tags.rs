@@ -23,7 +23,7 @@ pub fn extract_inline_tags(text: &str) -> Vec<(String, usize)> {
 
 /// [`extract_inline_tags`] in a vault kept in `dialect` (Obsidian's `%%comments%%` hold none).
 pub fn extract_inline_tags_as(text: &str, dialect: &Dialect) -> Vec<(String, usize)> {
-    inline_tags_as(text, dialect)
+    inline_tags_of(text, dialect)
         .into_iter()
         .map(|t| (t.tag, t.span.start))
         .collect()
@@ -35,10 +35,10 @@ pub fn normalize(tag: &str) -> String {
 }
 
 pub(crate) fn inline_tags(text: &str) -> Vec<InlineTag> {
-    inline_tags_as(text, &Dialect::default())
+    inline_tags_of(text, &Dialect::default())
 }
 
-fn inline_tags_as(text: &str, dialect: &Dialect) -> Vec<InlineTag> {
+pub(crate) fn inline_tags_of(text: &str, dialect: &Dialect) -> Vec<InlineTag> {
     if !text.contains('#') {
         return Vec::new();
     }

@@ -16,6 +16,7 @@ mod outline;
 mod page_props;
 pub mod properties;
 mod regions;
+pub mod relink;
 pub mod sections;
 pub mod serialize;
 mod splice;

@@ -221,7 +221,7 @@ fn wiki_link(inner: &str, kind: LinkKind, position: usize) -> Option<Link> {
 
 /// A markdown link destination that names a note: relative (no scheme, no leading `/`), ending
 /// in `.md` once percent-decoded. Returns (path, heading, block ref).
-fn markdown_target(dest: &str) -> Option<(String, Option<String>, Option<String>)> {
+pub(crate) fn markdown_target(dest: &str) -> Option<(String, Option<String>, Option<String>)> {
     if dest.is_empty() || dest.starts_with(['/', '#', '\\']) || has_scheme(dest) {
         return None;
     }
@@ -245,7 +245,7 @@ fn markdown_target(dest: &str) -> Option<(String, Option<String>, Option<String>
 }
 
 /// `scheme:` per RFC 3986: a letter, then letters, digits, `+`, `.`, `-`, then `:`.
-fn has_scheme(s: &str) -> bool {
+pub(crate) fn has_scheme(s: &str) -> bool {
     let mut chars = s.chars();
     if !chars.next().is_some_and(|c| c.is_ascii_alphabetic()) {
         return false;

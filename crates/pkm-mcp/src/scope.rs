@@ -9,7 +9,7 @@ pub enum Scope {
     Write,
     Index,
     Search,
-    /// Reserved for future link-management tools (contract §6.1); granted to personal tokens.
+    /// Link-management tools (contract §6.1): `kb_move_page` (ADR-0019); granted to personal tokens.
     Link,
     Organize,
     /// Operator functions; never granted by default.

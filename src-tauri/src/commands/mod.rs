@@ -3,6 +3,7 @@
 
 pub mod edit;
 pub mod graph;
+pub mod move_page;
 pub mod page;
 pub mod properties;
 pub mod recent;

@@ -6,6 +6,7 @@ mod copy_dir;
 
 mod batch;
 mod commands;
+mod move_props;
 mod resolution_props;
 mod watcher;
 mod write_path;

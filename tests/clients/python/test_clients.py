@@ -67,6 +67,7 @@ TOOLS = {
     "kb_set_properties",
     "kb_recent_changes",
     "kb_list_tags",
+    "kb_move_page",
 }
 
 NOTE_KEYS = {"path", "slug", "title", "content", "frontmatter", "links", "tags", "block_count", "modified_at"}
@@ -97,6 +98,7 @@ RESULT_KEYS: dict[str, tuple[set[str], set[str]]] = {
     "kb_set_properties": ({"path", "form", "changed", "dry_run", "modified_at", "changes"}, set()),
     "kb_recent_changes": ({"changes", "total", "next_offset"}, set()),
     "kb_list_tags": ({"tags", "total", "next_offset"}, set()),
+    "kb_move_page": ({"moved", "rewritten", "dry_run"}, set()),
 }
 
 
@@ -598,6 +600,29 @@ async def test_kb_set_properties_then_recent_changes_and_list_tags(connect, tran
 
         await call(client, "kb_set_properties", {"path": path, "remove": ["status", "tags"]})
         assert note_text(vault, path) == text
+
+
+@pytest.mark.anyio
+async def test_kb_move_page_rewrites_the_links_to_it(connect, transport: str, protocol: str) -> None:
+    vault, open_client = connect
+    # One vault per transport, shared by the revisions: each run moves its own note.
+    name = f"Python SDK {transport} {protocol}"
+    old = f"inbox/{name} to move.md"
+    new = f"archive/{name} moved.md"
+    linking = f"inbox/{name} linking.md"
+    async with open_client() as client:
+        await call(client, "kb_write_page", {"path": old, "content": "# To move\n"})
+        await call(
+            client,
+            "kb_write_page",
+            {"path": linking, "content": f"See [[{name} to move|it]].\n"},
+        )
+        out = await call(client, "kb_move_page", {"from": old, "to": new})
+        assert out["moved"] == [{"from": old, "to": new}]
+        assert out["rewritten"] == [{"path": linking, "links": 1}]
+        assert out["dry_run"] is False
+        assert note_text(vault, linking) == f"See [[{name} moved|it]].\n"
+        assert not (vault / old).exists()
 
 
 @pytest.mark.anyio

@@ -37,6 +37,7 @@ const TOOLS = [
   'kb_search_by_tag', 'kb_vault_info', 'kb_write_page',
   // Extensions (docs/advanced/mcp.md, "Extensions").
   'kb_edit_page', 'kb_get_outline', 'kb_get_section', 'kb_set_properties', 'kb_recent_changes', 'kb_list_tags',
+  'kb_move_page',
 ].sort();
 
 const NOTE_KEYS = ['path', 'slug', 'title', 'content', 'frontmatter', 'links', 'tags', 'block_count', 'modified_at'];
@@ -67,6 +68,7 @@ const RESULT_KEYS = {
   kb_set_properties: [['path', 'form', 'changed', 'dry_run', 'modified_at', 'changes'], []],
   kb_recent_changes: [['changes', 'total', 'next_offset'], []],
   kb_list_tags: [['tags', 'total', 'next_offset'], []],
+  kb_move_page: [['moved', 'rewritten', 'dry_run'], []],
 };
 
 function serverBinary() {
@@ -514,6 +516,20 @@ for (const [kind, version] of ['stdio', 'http'].flatMap((k) => PROTOCOL_VERSIONS
           assert.deepEqual(tags.tags, [{ tag, count: 1 }]);
           await call(client, 'kb_set_properties', { path, remove: ['status', 'tags'] });
           assert.equal(noteText(path), text);
+        }));
+
+      it('kb_move_page rewrites the links to the note it moves', () =>
+        withTools(async (client) => {
+          const old = `inbox/TS SDK ${kind} ${version} to move.md`;
+          const moved = `archive/TS SDK ${kind} ${version} moved.md`;
+          const linking = `inbox/TS SDK ${kind} ${version} linking.md`;
+          await call(client, 'kb_write_page', { path: old, content: '# To move\n' });
+          await call(client, 'kb_write_page', { path: linking, content: `See [[TS SDK ${kind} ${version} to move|it]].\n` });
+          const out = await call(client, 'kb_move_page', { from: old, to: moved });
+          assert.deepEqual(out.moved, [{ from: old, to: moved }]);
+          assert.deepEqual(out.rewritten, [{ path: linking, links: 1 }]);
+          assert.equal(out.dry_run, false);
+          assert.equal(noteText(linking), `See [[TS SDK ${kind} ${version} moved|it]].\n`);
         }));
 
       it('kb_get_outline, kb_get_section and kb_edit_page', () =>

@@ -18,6 +18,8 @@ mod property_edits;
 #[cfg(test)]
 mod props;
 #[cfg(test)]
+mod relink;
+#[cfg(test)]
 mod robustness;
 #[cfg(test)]
 mod sections;

@@ -10,7 +10,9 @@ use serde_json::Value;
 use stratum_app::App;
 use stratum_app::commands::properties::PropertyRequest;
 use stratum_app::commands::search::CompleteKind;
-use stratum_app::commands::{edit, graph, page, properties, recent, search, tags, vault};
+use stratum_app::commands::{
+    edit, graph, move_page, page, properties, recent, search, tags, vault,
+};
 use stratum_app::scan::ScanMode;
 
 use super::Args;
@@ -329,5 +331,33 @@ pub(super) fn get_section(app: &App, a: Args) -> KbResult<Value> {
         app,
         &note_path(app, &a.path, "path")?,
         &a.section,
+    )?)
+}
+
+#[derive(Deserialize)]
+struct MovePage {
+    from: String,
+    to: String,
+    update_links: bool,
+    expected_modified: Option<String>,
+    dry_run: bool,
+}
+
+pub(super) fn move_page(app: &App, a: Args) -> KbResult<Value> {
+    let a: MovePage = typed(a)?;
+    // A note is checked against the vault (a link out of it is refused) as every tool's path;
+    // a folder by its text (`move_page::MoveSpec::parse`), its notes read beneath the vault.
+    for (key, raw) in [("from", &a.from), ("to", &a.to)] {
+        if !raw.ends_with('/') {
+            note_path(app, raw, key)?;
+        }
+    }
+    json(move_page::move_page(
+        app,
+        &a.from,
+        &a.to,
+        a.update_links,
+        a.expected_modified.as_deref(),
+        a.dry_run,
     )?)
 }

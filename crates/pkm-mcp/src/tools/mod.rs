@@ -204,7 +204,7 @@ pub static TOOLS: &[Tool] = &[
         READ,
         handlers::vault_info,
     ),
-    // Extensions beyond the contract's fifteen (docs/advanced/mcp.md, "Extensions"; ADR-0016, ADR-0017).
+    // Extensions beyond the contract's fifteen (docs/advanced/mcp.md, "Extensions"; ADR-0016, ADR-0017, ADR-0019).
     tool(
         "kb_edit_page",
         "Edit part of a note",
@@ -259,6 +259,15 @@ pub static TOOLS: &[Tool] = &[
         schema!("kb_list_tags"),
         READ,
         handlers::list_tags,
+    ),
+    tool(
+        "kb_move_page",
+        "Move a note or folder",
+        "Move or rename a note, or a folder ('a/' to 'b/') with every note under it, and rewrite every link in the vault that named a moved note as the vault resolves it, each in its own form (alias, heading, block, embed; bare name while unambiguous, else the shortest path; markdown links relative, with their encoding; Logseq tags and namespaces). Links in code stay. All files change or none. Answers what moved and each rewritten note with its count of links; dry_run changes nothing. An existing target is Conflict. Optional expected_modified guard on the note.",
+        Scope::Link,
+        schema!("kb_move_page"),
+        (false, true, false),
+        handlers::move_page,
     ),
 ];
 

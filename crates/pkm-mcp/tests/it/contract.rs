@@ -44,7 +44,7 @@ fn schemas_are_the_contract_verbatim_and_served_as_is() {
     let listed = s.request("tools/list", json!({}));
     let tools = listed["result"]["tools"].as_array().unwrap().clone();
     // The contract's fifteen and the extensions of docs/advanced/mcp.md's "Extensions".
-    assert_eq!(tools.len(), 21);
+    assert_eq!(tools.len(), 22);
     for (name, schema) in contract {
         let file: Value = serde_json::from_str(
             &std::fs::read_to_string(schema_dir().join(format!("{name}.json"))).unwrap(),

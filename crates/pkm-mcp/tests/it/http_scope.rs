@@ -58,6 +58,12 @@ fn minimal_args(tool: &Tool) -> Value {
     if tool.name == "kb_set_properties" {
         args.insert("remove".to_owned(), json!(["scoped"]));
     }
+    // A move needs a note that exists and a free target; a dry run keeps the vault as it is.
+    if tool.name == "kb_move_page" {
+        args.insert("from".to_owned(), json!(NOTE));
+        args.insert("to".to_owned(), json!("moved/scoped.md"));
+        args.insert("dry_run".to_owned(), json!(true));
+    }
     Value::Object(args)
 }
 
@@ -216,7 +222,7 @@ async fn tools_list_shows_a_token_only_the_tools_its_scopes_allow() {
 
     let full = s.token_with("list-full", &Scope::ALL);
     let all: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
-    // The contract's fifteen and the extensions (ADR-0016, ADR-0017).
-    assert_eq!(all.len(), 21);
+    // The contract's fifteen and the extensions (ADR-0016, ADR-0017, ADR-0019).
+    assert_eq!(all.len(), 22);
     assert_eq!(listed(&s, &full).await, all);
 }

@@ -181,7 +181,7 @@ fn one_server_serves_two_vaults_and_keeps_tokens_to_theirs() {
     let hs = s.open("/home/mcp", &every);
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     let work_tools = tool_names(&s.post("/work/mcp", &every, Some(&ws), &list));
-    assert_eq!(work_tools.len(), 21);
+    assert_eq!(work_tools.len(), 22);
     assert_eq!(
         work_tools,
         tool_names(&s.post("/home/mcp", &every, Some(&hs), &list))

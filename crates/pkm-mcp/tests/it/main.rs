@@ -17,6 +17,7 @@ mod http_scope;
 mod http_transport;
 mod http_vaults;
 mod listings;
+mod move_page;
 mod properties;
 mod protocol;
 mod search_meaning;

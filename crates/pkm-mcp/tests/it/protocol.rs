@@ -42,7 +42,7 @@ fn assert_answered_in(agreed: &str, seen: &Seen) {
     let newest = agreed == "2025-11-25";
 
     let tools = seen.tools_list["result"]["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 21, "{}", seen.tools_list);
+    assert_eq!(tools.len(), 22, "{}", seen.tools_list);
     for tool in tools {
         let mut keys: Vec<&str> = tool
             .as_object()
