@@ -89,10 +89,6 @@ impl App {
     /// holds `before` (it changed, or is gone) or a `to` exists. Returns plan's extra value.
     /// Waits up to `write_budget` for the writer, like [`App::mutate`], then VaultLocked with
     /// nothing changed.
-    #[cfg_attr(
-        not(feature = "test-support"),
-        allow(dead_code, reason = "moving a note (issue #34) is its first caller")
-    )]
     pub(crate) fn mutate_files<T: Send + 'static>(
         &self,
         plan: impl FnOnce(&App) -> KbResult<(Vec<FileChange>, T)> + Send + 'static,
