@@ -42,6 +42,7 @@ fn fixture() -> &'static Fixture {
                         title: (*title).to_owned(),
                         aliases: vec![format!("{title} alias")],
                         blocks: vec![block],
+                        meaning: None,
                     },
                 )),
             }

@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use pkm_block::{NewBlock, NewLink, PageRecord};
 use pkm_core::{VaultPath, time};
-use pkm_index::{BlockDoc, NoteDoc};
+use pkm_index::{BlockDoc, NoteDoc, NoteMeaning};
 use pkm_markdown::Dialect;
 use pkm_markdown::block_parser::{self, Block, ParsedPage};
 use pkm_markdown::linker::{self, LinkKind};
@@ -23,6 +23,9 @@ pub(crate) struct Prepared {
     pub page_tags: Vec<String>,
     pub frontmatter: serde_json::Value,
     pub frontmatter_error: Option<String>,
+    /// The note's meaning vector for the index, worked out here, off the writer (`None` if the
+    /// model cannot be read: the index then says why when the note is indexed).
+    pub meaning: Option<NoteMeaning>,
 }
 
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
@@ -88,8 +91,11 @@ pub(crate) fn prepare(
     let mut links = place_links(dialect, path, text, &owners, &mut blocks);
     add_tag_links(dialect, &page, &mut blocks, &mut links);
     place_inline_tags(dialect, text, &owners, &mut blocks);
+    let record = page_record(path, &page, text, mtime, size);
+    let meaning = NoteMeaning::of(&record.title, blocks.iter().map(|b| b.content.as_str())).ok();
     Prepared {
-        record: page_record(path, &page, text, mtime, size),
+        record,
+        meaning,
         frontmatter: page
             .frontmatter
             .clone()
@@ -266,6 +272,7 @@ impl Prepared {
             title: self.record.title.clone(),
             aliases: self.record.aliases.clone(),
             blocks,
+            meaning: self.meaning.clone(),
         }
     }
 

@@ -406,7 +406,8 @@ fn update(
         change.clear_index()?;
     }
     if scope.bulk {
-        change.in_one_transaction()?;
+        // A bulk load when at least half the store is written (a rebuild, a new vault).
+        change.in_one_transaction(read.len() * 2 >= scope.known.len())?;
     }
     let mut milestones = Milestones::start(scope.what, read.len());
     report.updated = write_files(

@@ -129,9 +129,17 @@ impl Change<'_> {
 
     /// From here every store write of the change goes into one transaction, committed by
     /// [`Change::finish`] (a rebuild, the first scan: a transaction per chunk would write every
-    /// page of the block-id index to the WAL once per chunk).
-    pub(crate) fn in_one_transaction(&mut self) -> KbResult<()> {
-        self.store.begin_transaction().map_err(KbError::from)?;
+    /// page of the block-id index to the WAL once per chunk). With `bulk_load`, when most of the
+    /// store is written, the store's random-keyed indexes are built once at the commit
+    /// (`StoreWriter::begin_bulk`); building one sorts every row, so a first scan that finds a
+    /// few notes changed keeps them.
+    pub(crate) fn in_one_transaction(&mut self, bulk_load: bool) -> KbResult<()> {
+        if bulk_load {
+            self.store.begin_bulk()
+        } else {
+            self.store.begin_transaction()
+        }
+        .map_err(KbError::from)?;
         self.in_transaction = Some(Vec::new());
         Ok(())
     }
@@ -147,7 +155,7 @@ impl Change<'_> {
     pub(crate) fn save(&mut self, pages: &[&Prepared]) -> KbResult<Vec<Vec<String>>> {
         let rows: Vec<_> = pages
             .iter()
-            .map(|p| (p.record.clone(), p.blocks.clone()))
+            .map(|p| (&p.record, p.blocks.as_slice()))
             .collect();
         let ids = self.store.save_pages(&rows).map_err(KbError::from)?;
         self.stored(pages.iter().map(|p| p.record.path.as_str().to_owned()));

@@ -60,15 +60,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         .collect(),
                     ..NewBlock::default()
                 })
-                .collect();
+                .collect::<Vec<NewBlock>>();
             Ok((rec, blocks))
         })
         .collect::<Result<Vec<_>, pkm_core::PathError>>()?;
 
+    // BENCH_BULK: the fresh save as a bulk load (a first scan), its indexes built at the commit.
+    let bulk = std::env::var_os("BENCH_BULK").is_some();
     let t = Instant::now();
+    if bulk {
+        writer.begin_bulk()?;
+    }
     writer.save_pages(&batch)?;
+    if bulk {
+        writer.commit_transaction()?;
+    }
     println!(
-        "save_pages, fresh: {pages} pages x {per_page} blocks in {:?}",
+        "save_pages, fresh{}: {pages} pages x {per_page} blocks in {:?}",
+        if bulk { " (bulk)" } else { "" },
         t.elapsed()
     );
     let t = Instant::now();

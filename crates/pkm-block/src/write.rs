@@ -12,11 +12,80 @@ fn to_i64(n: u64, what: &str) -> Result<i64, StoreError> {
     i64::try_from(n).map_err(|_| StoreError::InvalidInput(format!("{what} {n} is out of range")))
 }
 
-/// Replaces one page; returns the block ids in input order.
+/// The block ids the store holds, kept in memory during a bulk load (`StoreWriter::begin_bulk`),
+/// whose id index is dropped until it commits: how many blocks hold each id, by a hash of the id.
+/// A hash seen means "maybe held", confirmed by a scan of the table (rare: a duplicate explicit
+/// `id::`); a hash never seen means "not held". Once `exact` is false (a write failed half-way,
+/// so the counts may disagree with the rows), every id is confirmed in the table.
+#[derive(Debug, Default)]
+pub(crate) struct HeldIds {
+    counts: HashMap<u64, u32>,
+    exact: bool,
+}
+
+fn id_hash(id: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    id.hash(&mut h);
+    h.finish()
+}
+
+impl HeldIds {
+    /// Every block id in the store now.
+    pub(crate) fn load(c: &Connection) -> Result<HeldIds, StoreError> {
+        let mut held = HeldIds {
+            counts: HashMap::new(),
+            exact: true,
+        };
+        let mut st = c.prepare("SELECT id FROM blocks")?;
+        let mut rows = st.query([])?;
+        while let Some(row) = rows.next()? {
+            held.add(&row.get::<_, String>(0)?);
+        }
+        Ok(held)
+    }
+
+    fn add(&mut self, id: &str) {
+        *self.counts.entry(id_hash(id)).or_insert(0) += 1;
+    }
+
+    fn remove(&mut self, id: &str) {
+        if let Some(n) = self.counts.get_mut(&id_hash(id)) {
+            *n = n.saturating_sub(1);
+        }
+    }
+
+    /// After a write that failed half-way (its savepoint rolled back, the counts not).
+    pub(crate) fn distrust(&mut self) {
+        self.exact = false;
+    }
+
+    /// After every block was deleted.
+    pub(crate) fn cleared(&mut self) {
+        self.counts.clear();
+    }
+
+    /// Whether any block holds `id` (the page being saved has had its rows deleted).
+    fn held(&self, c: &Connection, id: &str) -> Result<bool, StoreError> {
+        if self.exact && self.counts.get(&id_hash(id)).is_none_or(|n| *n == 0) {
+            return Ok(false);
+        }
+        Ok(
+            c.prepare_cached("SELECT 1 FROM blocks WHERE id = ?1 LIMIT 1")?
+                .query_row([id], |_| Ok(()))
+                .optional()?
+                .is_some(),
+        )
+    }
+}
+
+/// Replaces one page; returns the block ids in input order. `held` is given during a bulk load
+/// (the id index is dropped then) and kept up to date.
 pub(crate) fn save_page(
     tx: &Connection,
     page: &PageRecord,
     blocks: &[NewBlock],
+    held: Option<&mut HeldIds>,
 ) -> Result<Vec<String>, StoreError> {
     save_page_from(tx, page, blocks, None)
 }
@@ -49,7 +118,19 @@ pub(crate) fn save_page_from(
     // still present in `blocks` afterwards belongs to another page.
     tx.prepare_cached("DELETE FROM pages WHERE path = ?1")?
         .execute([path])?;
-    let ids = assign_ids(tx, path, &old, blocks)?;
+    let ids = match held {
+        None => assign_ids(kept_ids(tx, path, &old, blocks)?),
+        Some(held) => {
+            for (id, _) in &old {
+                held.remove(id);
+            }
+            let ids = assign_ids(kept_ids_with(&old, blocks, |id| held.held(tx, id))?);
+            for id in &ids {
+                held.add(id);
+            }
+            ids
+        }
+    };
 
     tx.prepare_cached(
         "INSERT INTO pages (path, path_key, slug_key, stem_key, title, title_key, frontmatter_json,
@@ -121,11 +202,25 @@ pub(crate) fn kept_ids(
     old: &[(String, String)],
     blocks: &[NewBlock],
 ) -> Result<Vec<Option<String>>, StoreError> {
-    let mut ids: Vec<Option<String>> = vec![None; blocks.len()];
-    let mut used: HashSet<String> = HashSet::new();
     let mut held_elsewhere = c.prepare_cached(
         "SELECT 1 FROM blocks b JOIN pages p ON p.id = b.page_id WHERE b.id = ?1 AND p.path <> ?2",
     )?;
+    kept_ids_with(old, blocks, |explicit| {
+        Ok(held_elsewhere
+            .query_row([explicit, path], |_| Ok(()))
+            .optional()?
+            .is_some())
+    })
+}
+
+/// [`kept_ids`], with `held_elsewhere(id)` saying whether a block of another page holds an id.
+fn kept_ids_with(
+    old: &[(String, String)],
+    blocks: &[NewBlock],
+    mut held_elsewhere: impl FnMut(&str) -> Result<bool, StoreError>,
+) -> Result<Vec<Option<String>>, StoreError> {
+    let mut ids: Vec<Option<String>> = vec![None; blocks.len()];
+    let mut used: HashSet<String> = HashSet::new();
     for (slot, b) in ids.iter_mut().zip(blocks) {
         let Some(explicit) = b
             .explicit_id
@@ -135,12 +230,7 @@ pub(crate) fn kept_ids(
         else {
             continue;
         };
-        if used.contains(explicit)
-            || held_elsewhere
-                .query_row([explicit, path], |_| Ok(()))
-                .optional()?
-                .is_some()
-        {
+        if used.contains(explicit) || held_elsewhere(explicit)? {
             continue;
         }
         used.insert(explicit.to_owned());
@@ -171,19 +261,13 @@ pub(crate) fn kept_ids(
     Ok(ids)
 }
 
-/// [`kept_ids`], with a fresh id for every block that keeps none.
-fn assign_ids(
-    tx: &Connection,
-    path: &str,
-    old: &[(String, String)],
-    blocks: &[NewBlock],
-) -> Result<Vec<String>, StoreError> {
-    Ok(kept_ids(tx, path, old, blocks)?
-        .into_iter()
+/// Kept ids, with a fresh id for every block that keeps none.
+fn assign_ids(kept: Vec<Option<String>>) -> Vec<String> {
+    kept.into_iter()
         // Version 4, as the contract (§4) fixes, although a time-ordered v7 id would insert in key
         // order and made a 10k-note scan ~1 s faster (docs/benchmarks.md explains).
         .map(|id| id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()))
-        .collect())
+        .collect()
 }
 
 fn insert_blocks(

@@ -1050,3 +1050,125 @@ fn for_each_link_streams_every_link_in_document_order() {
     assert_eq!(seen, ["b.md->x", "b.md->y|shown", "a.md->z", "a.md->x"]);
     assert_eq!(seen.len(), store.all_links().unwrap().len());
 }
+
+/// The names and definitions of the store's indexes, read from the file.
+fn index_definitions(db: &std::path::Path) -> Vec<(String, Option<String>)> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut st = conn
+        .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' ORDER BY name")
+        .unwrap();
+    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[test]
+fn a_bulk_load_keeps_the_id_rules_and_builds_the_indexes_again_at_its_end() {
+    let (dir, store, mut writer) = open();
+    let db = dir.path().join("blocks.db");
+    let before = index_definitions(&db);
+    assert!(
+        before.iter().any(|(name, _)| name == "blocks_id"),
+        "block ids have a unique index: {before:?}"
+    );
+    let explicit = |id: &str, content: &str| NewBlock {
+        explicit_id: Some(id.into()),
+        ..block(content)
+    };
+    let a = writer
+        .save_page(&page("a.md", "A"), &[explicit("held", "x"), block("same")])
+        .unwrap();
+
+    writer.begin_bulk().unwrap();
+    // Held by a block of another page: not taken.
+    let b = writer
+        .save_page(&page("b.md", "B"), &[explicit("held", "copy")])
+        .unwrap();
+    assert_ne!(b[0], "held");
+    // Its own page's id stays, and so does the id of unchanged content.
+    let again = writer
+        .save_page(&page("a.md", "A"), &[explicit("held", "x2"), block("same")])
+        .unwrap();
+    assert_eq!(again, a);
+    // Repeated within a page, then on another page saved in the same load: taken once.
+    let c = writer
+        .save_page(
+            &page("c.md", "C"),
+            &[explicit("new", "1"), explicit("new", "2")],
+        )
+        .unwrap();
+    assert_eq!(c[0], "new");
+    assert_ne!(c[1], "new");
+    let d = writer
+        .save_page(&page("d.md", "D"), &[explicit("new", "3")])
+        .unwrap();
+    assert_ne!(d[0], "new");
+    // Readers see the store as it was, id lookups included.
+    assert_eq!(store.page_count().unwrap(), 1);
+    assert_eq!(store.get_block("held").unwrap().unwrap().content, "x");
+    writer.commit_transaction().unwrap();
+
+    assert_eq!(index_definitions(&db), before);
+    assert_eq!(store.page_count().unwrap(), 4);
+    assert_eq!(store.get_block("held").unwrap().unwrap().page_path, "a.md");
+    assert_eq!(store.get_block("new").unwrap().unwrap().page_path, "c.md");
+    assert_eq!(store.get_block(&d[0]).unwrap().unwrap().content, "3");
+
+    // A load rolled back leaves the store, its indexes included, as it was.
+    writer.begin_bulk().unwrap();
+    writer
+        .save_page(&page("e.md", "E"), &[block("gone")])
+        .unwrap();
+    writer.rollback_transaction().unwrap();
+    assert_eq!(index_definitions(&db), before);
+    assert_eq!(store.page_count().unwrap(), 4);
+    // And the next load starts from the store's ids again.
+    writer.begin_bulk().unwrap();
+    let e = writer
+        .save_page(&page("e.md", "E"), &[explicit("new", "4")])
+        .unwrap();
+    assert_ne!(e[0], "new");
+    writer.clear().unwrap();
+    let f = writer
+        .save_page(&page("f.md", "F"), &[explicit("new", "5")])
+        .unwrap();
+    assert_eq!(f[0], "new", "after a clear no block holds the id any more");
+    writer.commit_transaction().unwrap();
+    assert_eq!(index_definitions(&db), before);
+}
+
+#[test]
+fn a_store_whose_block_ids_were_the_primary_key_keeps_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("blocks.db");
+    let (store, mut writer) = BlockStore::open(&db).unwrap();
+    let ids = writer
+        .save_page(&page("a.md", "A"), &[block("one"), child(0, "two")])
+        .unwrap();
+    let fresh = index_definitions(&db);
+    drop((store, writer));
+    // The table as schema version 4 made it: the id its primary key.
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE blocks_v4 (
+                id TEXT PRIMARY KEY NOT NULL, page_id INTEGER NOT NULL REFERENCES pages(id) ON DELETE CASCADE,
+                seq INTEGER NOT NULL, parent_id TEXT, left_id TEXT, ord INTEGER NOT NULL,
+                content TEXT NOT NULL, properties_json TEXT, marker TEXT, priority TEXT,
+                collapsed INTEGER NOT NULL DEFAULT 0, heading_level INTEGER);
+             INSERT INTO blocks_v4 SELECT * FROM blocks;
+             DROP TABLE blocks;
+             ALTER TABLE blocks_v4 RENAME TO blocks;
+             CREATE UNIQUE INDEX blocks_page ON blocks(page_id, seq);
+             PRAGMA user_version = 4;",
+        )
+        .unwrap();
+    }
+    let (store, _writer) = BlockStore::open(&db).unwrap();
+    assert_eq!(index_definitions(&db), fresh);
+    let blocks = store.get_blocks_by_page(&vp("a.md")).unwrap();
+    assert_eq!(blocks.iter().map(|b| b.id.clone()).collect::<Vec<_>>(), ids);
+    assert_eq!(blocks[1].parent_id.as_deref(), Some(ids[0].as_str()));
+    assert_eq!(store.get_block(&ids[1]).unwrap().unwrap().content, "two");
+}

@@ -95,6 +95,40 @@ pub struct NoteDoc {
     pub aliases: Vec<String>,
     /// Its blocks in page order. A note without blocks is not searchable (a hit points at a block).
     pub blocks: Vec<BlockDoc>,
+    /// Its meaning vector, worked out ahead ([`NoteMeaning::of`] the title and the blocks' text
+    /// above); `None`: worked out when the note is indexed.
+    pub meaning: Option<NoteMeaning>,
+}
+
+/// A note's meaning vector as the index stores it (quantised; none when no token of the note is
+/// known). Worked out on the one thread that writes the index, it was ~0.9 s of that thread's
+/// time in a 10k-note cold index (docs/benchmarks.md), so a scan works it out while it reads and
+/// parses the notes, on every core.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NoteMeaning(Option<Vec<u8>>);
+
+impl NoteMeaning {
+    /// The meaning of a note of `title` whose blocks hold `texts`, in page order.
+    pub fn of<'a>(
+        title: &str,
+        texts: impl IntoIterator<Item = &'a str>,
+    ) -> Result<NoteMeaning, IndexError> {
+        Ok(note_meaning(embed::model()?, title, texts))
+    }
+}
+
+/// The vector of the title and the text, from the first `NOTE_TOKENS` tokens.
+fn note_meaning<'a>(
+    model: &Model<'_>,
+    title: &str,
+    texts: impl IntoIterator<Item = &'a str>,
+) -> NoteMeaning {
+    let mut ids = Vec::new();
+    model.tokenize(title, NOTE_TOKENS, &mut ids);
+    for text in texts {
+        model.tokenize(text, NOTE_TOKENS, &mut ids);
+    }
+    NoteMeaning(model.mean(&ids).map(|v| embed::quantize(&v)))
 }
 
 /// One block, as the command layer hands it to the index.
@@ -430,12 +464,15 @@ impl IndexWriter {
     /// Adds the docs of a page the index does not hold (a rebuild after [`IndexWriter::clear`],
     /// or a page never indexed): [`IndexWriter::replace_page`] without the delete, which every
     /// commit would otherwise apply to every segment.
+    ///
+    /// Each document goes to the indexing thread by itself: Tantivy queues up to 10,000 sends
+    /// ahead of that thread, and as one group per note that was a whole 10k-note vault, every
+    /// block's text held in memory twice while the indexing thread caught up (peak RSS of a cold
+    /// index varied by 70 MB with that lag). Nothing commits between them either way.
     pub fn add_page(&mut self, page_path: &str, note: &NoteDoc) -> Result<(), IndexError> {
-        let ops: Vec<_> = self
-            .documents(page_path, note)
-            .map(UserOperation::Add)
-            .collect();
-        self.writer.run(ops)?;
+        for doc in self.documents(page_path, note) {
+            self.writer.add_document(doc)?;
+        }
         Ok(())
     }
 
@@ -514,15 +551,20 @@ impl IndexWriter {
         for block in &note.blocks {
             doc.add_text(f.body, &block.content);
         }
-        // The vector of the title and the text, from the first `NOTE_TOKENS` tokens.
-        let mut ids = Vec::new();
-        for text in std::iter::once(note.title.as_str())
-            .chain(note.blocks.iter().map(|b| b.content.as_str()))
-        {
-            self.model.tokenize(text, NOTE_TOKENS, &mut ids);
-        }
-        if let Some(vector) = self.model.mean(&ids) {
-            doc.add_bytes(self.fields.meaning, &embed::quantize(&vector));
+        let worked_out;
+        let meaning = match &note.meaning {
+            Some(meaning) => meaning,
+            None => {
+                worked_out = note_meaning(
+                    self.model,
+                    &note.title,
+                    note.blocks.iter().map(|b| b.content.as_str()),
+                );
+                &worked_out
+            }
+        };
+        if let Some(bytes) = &meaning.0 {
+            doc.add_bytes(self.fields.meaning, bytes);
         }
         doc
     }

@@ -14,8 +14,8 @@ mod query;
 mod tokenizer;
 
 pub use engine::{
-    BlockDoc, Hit, IndexEngine, IndexWriter, MAX_SCORE_MATCHES, NoteDoc, SCHEMA_VERSION,
-    SearchPage, normalize_tag,
+    BlockDoc, Hit, IndexEngine, IndexWriter, MAX_SCORE_MATCHES, NoteDoc, NoteMeaning,
+    SCHEMA_VERSION, SearchPage, normalize_tag,
 };
 pub use error::IndexError;
 pub use guard::{ExclusiveGuard, IndexingGuard, SharedGuard};

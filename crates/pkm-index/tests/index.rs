@@ -79,6 +79,7 @@ impl Engine {
                 title: title.to_owned(),
                 aliases: Vec::new(),
                 blocks: blocks.to_vec(),
+                meaning: None,
             },
         )
     }
@@ -300,6 +301,7 @@ fn aliases_and_the_file_name_are_names() {
                 title: "Grace Hopper".to_owned(),
                 aliases: vec!["Amazing Grace".to_owned()],
                 blocks: vec![block("g1", "", "Compiler pioneer.")],
+                meaning: None,
             },
         )
         .unwrap();
@@ -569,6 +571,7 @@ fn paging_stops_at_the_score_match_cap() {
                     title: String::new(),
                     aliases: Vec::new(),
                     blocks: vec![block(&format!("b{i:05}"), &path, "same words")],
+                    meaning: None,
                 },
             )
             .unwrap();
@@ -1073,6 +1076,7 @@ fn searches_run_while_pages_are_replaced() {
                     title: path.trim_end_matches(".md").to_owned(),
                     aliases: Vec::new(),
                     blocks: vec![doc],
+                    meaning: None,
                 },
             )
             .unwrap();
