@@ -421,7 +421,7 @@ impl StoreWriter {
             pages
                 .iter()
                 .map(|(page, blocks, from)| {
-                    write::save_page_from(tx, page, blocks, from.as_deref())
+                    write::save_page_from(tx, page, blocks, from.as_deref(), None)
                 })
                 .collect()
         })

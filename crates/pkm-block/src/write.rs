@@ -87,7 +87,7 @@ pub(crate) fn save_page(
     blocks: &[NewBlock],
     held: Option<&mut HeldIds>,
 ) -> Result<Vec<String>, StoreError> {
-    save_page_from(tx, page, blocks, None)
+    save_page_from(tx, page, blocks, None, held)
 }
 
 /// [`save_page`] for a page that may have moved: with `from`, the page's old blocks (whose ids
@@ -97,6 +97,7 @@ pub(crate) fn save_page_from(
     page: &PageRecord,
     blocks: &[NewBlock],
     from: Option<&str>,
+    held: Option<&mut HeldIds>,
 ) -> Result<Vec<String>, StoreError> {
     let path = page.path.as_str();
     for (i, b) in blocks.iter().enumerate() {
