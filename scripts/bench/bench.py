@@ -201,11 +201,41 @@ def dir_bytes(path):
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
 
 
+# Peak resident memory of the last run_index's process, KB (its own, from wait4's rusage).
+LAST_INDEX_MAXRSS_KB = [0]
+
+
 def run_index(binary, vault):
     t0 = time.perf_counter()
-    subprocess.run([binary, "index", "--vault", vault], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+    proc = subprocess.Popen([binary, "index", "--vault", vault],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    el = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{binary} index --vault {vault} exited with {proc.returncode}")
+    LAST_INDEX_MAXRSS_KB[0] = usage.ru_maxrss
+    return el
+
+
+# The watcher's log line for each burst it applied (src-tauri/src/watcher.rs): how long after it
+# had the burst (its quiet period over) the notes were searchable, and after its first event.
+APPLIED_RE = re.compile(rb"applied external changes.*?applied_ms=([0-9.]+) since_first_event_ms=([0-9.]+)")
+ANSI_RE = re.compile(rb"\x1b\[[0-9;]*m")
+
+
+def applied_bursts(c, offset):
+    """(applied_ms, since_first_event_ms) of every burst the stdio server logged after offset."""
+    c.err.flush()
+    with open(c.log_path, "rb") as f:
+        f.seek(offset)
+        text = ANSI_RE.sub(b"", f.read())
+    return [(float(a), float(b)) for a, b in APPLIED_RE.findall(text)]
+
+
+def log_size(c):
+    c.err.flush()
+    return os.path.getsize(c.log_path)
 
 
 # Ten-word questions as an agent asks them (issue #33): a question form and function words around
@@ -484,6 +514,7 @@ def bench_external_writes(a, res, c):
     wait_fresh(c, SEARCHABLE_TIMEOUT_S, "after creating a folder")
     n = 8 if a.quick else 40
     lat, polls = [], 0
+    offset = log_size(c)
     for i in range(n):
         word = unique_word(rng, "w")
         atomic = i % 2 == 1
@@ -505,9 +536,14 @@ def bench_external_writes(a, res, c):
             time.sleep(POLL_S)
         lat.append(el)
         time.sleep(rng.uniform(0.03, 0.08))  # space the samples out
+    applied = [x[0] / 1000.0 for x in applied_bursts(c, offset)]
+    if len(applied) < n:
+        raise RuntimeError(f"the server logged {len(applied)} applied bursts for {n} external writes")
     res["external_write"] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "max": pct(lat, 100),
-                             "polls": polls}
-    log(f"external write -> searchable p50 {res['external_write']['p50']} ms, p95 {res['external_write']['p95']} ms")
+                             "polls": polls, "applied_p50": pct(applied, 50), "applied_p95": pct(applied, 95)}
+    log(f"external write -> searchable p50 {res['external_write']['p50']} ms, p95 {res['external_write']['p95']} ms; "
+        f"after the watcher had it p50 {res['external_write']['applied_p50']} ms, "
+        f"p95 {res['external_write']['applied_p95']} ms")
 
 
 def bench_burst(a, res, c, paths):
@@ -519,6 +555,7 @@ def bench_burst(a, res, c, paths):
     sample = rng.sample(paths, count)
     wait_fresh(c, SEARCHABLE_TIMEOUT_S, "before the burst")
     limit_s = 30.0 if a.quick else 120.0
+    offset = log_size(c)
     t0 = time.perf_counter()
     for p in sample:
         with open(os.path.join(a.vault, p), "a", encoding="utf-8") as f:
@@ -527,25 +564,27 @@ def bench_burst(a, res, c, paths):
     searchable_s = fresh_s = None
     total, fresh, locked = None, False, 0
     while True:
-        total = search_holding(c, word, count)
+        # index_fresh is cheap; a search of 1,000 results costs the server about 0.1 s of the CPU
+        # the indexing needs, so it is asked only once the index says it is fresh.
+        fresh = index_fresh(c)
         el = time.perf_counter() - t0
-        if total is None:
-            locked += 1
-        elif total == count:
-            if searchable_s is None:
-                searchable_s = el
-            fresh = index_fresh(c)
-            if fresh:
-                fresh_s = time.perf_counter() - t0
+        if fresh:
+            total = search_holding(c, word, count)
+            if total is None:
+                locked += 1
+            elif total == count:
+                searchable_s = fresh_s = el
                 break
         if el > limit_s:
             raise RuntimeError(f"burst of {count}: after {limit_s} s kb_search finds {total} of {count} "
                                f"changed notes, index_fresh {fresh}")
         time.sleep(0.01)
+    bursts = applied_bursts(c, offset)
     res["burst"] = {"notes": count, "write_s": round(write_s, 3), "searchable_s": round(searchable_s, 3),
-                    "fresh_s": round(fresh_s, 3), "locked_polls": locked}
-    log(f"burst of {count}: written in {write_s:.2f} s, all searchable at {searchable_s:.2f} s, "
-        f"fresh at {fresh_s:.2f} s")
+                    "fresh_s": round(fresh_s, 3), "locked_polls": locked, "server_bursts": len(bursts),
+                    "server_apply_s": round(sum(b[0] for b in bursts) / 1000.0, 3)}
+    log(f"burst of {count}: written in {write_s:.2f} s, all searchable and fresh at {fresh_s:.2f} s; "
+        f"the watcher applied it in {len(bursts)} bursts taking {res['burst']['server_apply_s']:.2f} s")
 
 
 def open_fds_to(pid, suffix):
@@ -841,12 +880,17 @@ def main():
         # One unmeasured run first, so that neither binary meets the vault's write-back.
         shutil.rmtree(os.path.join(a.vault, ".pkm"), ignore_errors=True)
         run_index(a.bin, a.vault)
+    rss = []
     for i in range(rounds):
         # Baseline first in the odd rounds (1st, 3rd, …), so the index left on disk is this binary's.
         turns = ([(a.cold_baseline, baseline_runs)] if a.cold_baseline else []) + [(a.bin, runs)]
         for binary, into in (turns if i % 2 == 0 else turns[::-1]):
             shutil.rmtree(os.path.join(a.vault, ".pkm"), ignore_errors=True)
             into.append(run_index(binary, a.vault))
+            if into is runs:
+                rss.append(LAST_INDEX_MAXRSS_KB[0])
+    # The cold index's own peak (ru_maxrss: its resident pages, the index files it mapped included).
+    res["cold_index_rss_mb"] = round(statistics.median(rss) / 1024.0, 1)
     if a.cold_baseline:
         res["cold_index_alternated"] = {
             "baseline_s": round(statistics.median(baseline_runs), 3),
@@ -856,7 +900,8 @@ def main():
         }
     res["cold_index_s"] = round(statistics.median(runs), 3)
     res["index_mb"] = round(dir_bytes(os.path.join(a.vault, ".pkm", "search")) / 1e6, 2)
-    log(f"cold index {res['cold_index_s']} s ({len(paths)} notes), search index {res['index_mb']} MB")
+    log(f"cold index {res['cold_index_s']} s ({len(paths)} notes), peak RSS {res['cold_index_rss_mb']} MB, "
+        f"search index {res['index_mb']} MB")
     bench_stdio(a, res, paths, queries)
     if not a.baseline:
         bench_meaning_off(a, res, queries)

@@ -17,7 +17,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use notify::{EventKind, RecursiveMode, Watcher};
 use pkm_core::{KbError, KbResult, VaultPath};
@@ -157,10 +157,13 @@ fn classify(app: &App, path: &Path, kind: &EventKind) -> Option<Change> {
 }
 
 /// One debounced burst: the notes it touched, and whether a rescan is needed.
-#[derive(Default)]
 struct Burst {
     notes: HashSet<VaultPath>,
     rescan: bool,
+    /// When the watcher took the burst's first event.
+    first_seen: Instant,
+    /// When the burst was complete (its quiet period over) and handed to the writer.
+    handed: Instant,
 }
 
 impl Burst {
@@ -185,7 +188,13 @@ fn run(
     loop {
         // Block until something happens: an idle vault costs no CPU.
         let Ok(first) = rx.recv() else { return };
-        let mut burst = Burst::default();
+        let now = Instant::now();
+        let mut burst = Burst {
+            notes: HashSet::new(),
+            rescan: false,
+            first_seen: now,
+            handed: now,
+        };
         let mut out_of_watches = false;
         let mut take = |msg: Msg, burst: &mut Burst| -> bool {
             match msg {
@@ -255,6 +264,7 @@ fn run(
         if burst.rescan {
             app.pending.rescan_seen();
         }
+        burst.handed = Instant::now();
         app.queue(move |app, writer| apply_burst(app, writer, burst));
     }
 }
@@ -270,9 +280,13 @@ fn apply_burst(app: &App, writer: &mut Writer, burst: Burst) {
     let notes: Vec<VaultPath> = burst.notes.into_iter().collect();
     if !notes.is_empty() {
         match scan::sync_paths(app, writer, &notes) {
+            // How long after the watcher had the burst (its quiet period of DEBOUNCE over) the
+            // notes were searchable, and after its first event: scripts/bench/bench.py reads both.
             Ok(r) if r.updated + r.removed > 0 => tracing::info!(
                 updated = r.updated,
                 removed = r.removed,
+                applied_ms = ms(burst.handed),
+                since_first_event_ms = ms(burst.first_seen),
                 "applied external changes"
             ),
             Ok(_) => {}
@@ -282,6 +296,11 @@ fn apply_burst(app: &App, writer: &mut Writer, burst: Burst) {
         }
     }
     app.pending.applied(&notes, burst.rescan);
+}
+
+/// Milliseconds since `t`, to a tenth.
+fn ms(t: Instant) -> f64 {
+    (t.elapsed().as_secs_f64() * 10_000.0).round() / 10.0
 }
 
 /// Whether the note's file is what the server itself last wrote there (the event is the echo of
