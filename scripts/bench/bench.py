@@ -309,9 +309,12 @@ def bench_inside_notes(c, res, sample, paths, vault):
     a note of about 20 KB with kb_edit_page against kb_write_page."""
     headed = []
     for p in sample:
-        heads = c.call_json("kb_get_outline", {"path": p})["headings"]
-        if heads:
-            headed.append((p, heads[-1]["section"]))
+        # The last heading whose path names one section: a heading repeated under the same parent
+        # (generated notes repeat words) is refused as ambiguous, which is no edit to time.
+        heads = [h["section"] for h in c.call_json("kb_get_outline", {"path": p})["headings"]]
+        unique = [h for h in heads if heads.count(h) == 1]
+        if unique:
+            headed.append((p, unique[-1]))
     if not headed:
         return
     for tool, call in (
@@ -330,9 +333,10 @@ def bench_inside_notes(c, res, sample, paths, vault):
     p = min(paths, key=lambda q: abs(os.path.getsize(os.path.join(vault, q)) - 20_000))
     with open(os.path.join(vault, p), encoding="utf-8") as f:
         text = f.read()
-    heads = c.call_json("kb_get_outline", {"path": p})["headings"]
+    heads = [h["section"] for h in c.call_json("kb_get_outline", {"path": p})["headings"]]
+    unique = [h for h in heads if heads.count(h) == 1]
     line = "- one more line"
-    edit = {"op": "append", "text": line, **({"section": heads[-1]["section"]} if heads else {})}
+    edit = {"op": "append", "text": line, **({"section": unique[-1]} if unique else {})}
     res["one_line_bytes"] = {
         "note": len(text.encode("utf-8")),
         "edit_page": request_bytes("kb_edit_page", {"path": p, "edits": [edit]}),
