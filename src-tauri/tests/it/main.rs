@@ -7,6 +7,7 @@ mod copy_dir;
 mod batch;
 mod commands;
 mod move_props;
+mod reference;
 mod resolution_props;
 mod watcher;
 mod write_path;

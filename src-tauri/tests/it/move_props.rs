@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::reference::Reference;
 use pkm_core::{ErrorKind, Vault};
 use proptest::prelude::*;
 use stratum_app::commands::move_page;
@@ -176,13 +177,8 @@ fn read_line(line: &str) -> Option<ReadLink> {
     })
 }
 
-/// The reference resolver: ADR-0008's rules written out. A page is (path, slug lowercased,
-/// title lowercased, alias lowercased).
-struct Reference {
-    pages: Vec<(String, String, String, Option<String>)>,
-    aliases_last: bool,
-}
-
+/// The pages of a generated vault as the reference resolver reads them, and the links it reads
+/// back.
 impl Reference {
     fn new(flavor: App3, pages: &BTreeMap<String, (Option<usize>, Option<usize>)>) -> Reference {
         Reference {
@@ -206,52 +202,10 @@ impl Reference {
         }
     }
 
-    fn resolve(&self, target: &str, from: &str) -> Option<String> {
-        let key = target.to_lowercase();
-        let key = key.strip_suffix(".md").unwrap_or(&key).to_owned();
-        type Rule<'a> = &'a dyn Fn(&(String, String, String, Option<String>)) -> bool;
-        let by_path: Rule = &|p| p.1 == key;
-        let by_title: Rule = &|p| p.2 == key;
-        let by_alias: Rule = &|p| p.3.as_deref() == Some(key.as_str());
-        let by_suffix: Rule = &|p| p.1.ends_with(&format!("/{key}"));
-        let rules = if self.aliases_last {
-            [by_path, by_title, by_suffix, by_alias]
-        } else {
-            [by_path, by_title, by_alias, by_suffix]
-        };
-        for rule in rules {
-            let mut found: Vec<&String> = self
-                .pages
-                .iter()
-                .filter(|p| rule(p))
-                .map(|p| &p.0)
-                .collect();
-            if found.is_empty() {
-                continue;
-            }
-            found.sort_by(|a, b| a.len().cmp(&b.len()).then(a.cmp(b)));
-            let folders = |p: &str| -> Vec<String> {
-                let mut v: Vec<String> = p.split('/').map(str::to_lowercase).collect();
-                v.pop();
-                v
-            };
-            let shared = |p: &str| {
-                folders(p)
-                    .iter()
-                    .zip(folders(from).iter())
-                    .take_while(|(x, y)| x == y)
-                    .count()
-            };
-            let best = found.iter().map(|p| shared(p)).max().unwrap();
-            return found.into_iter().find(|p| shared(p) == best).cloned();
-        }
-        None
-    }
-
     /// What a link read back from the note at `from` names.
     fn resolve_link(&self, l: &ReadLink, from: &str) -> Option<String> {
         if !l.markdown {
-            return self.resolve(&l.target, from);
+            return self.resolve(&l.target, Some(from));
         }
         let mut parts: Vec<&str> = folder_of(from)
             .split('/')
@@ -266,7 +220,7 @@ impl Reference {
                 s => parts.push(s),
             }
         }
-        self.resolve(&parts.join("/"), from)
+        self.resolve(&parts.join("/"), Some(from))
     }
 }
 

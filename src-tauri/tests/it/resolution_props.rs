@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use crate::reference::Reference;
 use pkm_core::{Vault, VaultPath};
 use proptest::prelude::*;
 use stratum_app::commands::{graph, page, search};
@@ -107,57 +108,6 @@ fn text_of(n: &Note) -> String {
     t
 }
 
-/// The reference resolver: the rules of ADR-0008 for plain markdown, written out directly.
-struct Reference {
-    pages: Vec<RefPage>,
-}
-
-/// (path, slug lowercased, title lowercased, alias lowercased)
-type RefPage = (String, String, String, Option<String>);
-
-impl Reference {
-    fn resolve(&self, target: &str, from: Option<&str>) -> Option<String> {
-        let key = target.to_lowercase();
-        let rules: [&dyn Fn(&RefPage) -> bool; 4] = [
-            &|p| p.1 == key,
-            &|p| p.2 == key,
-            &|p| p.3.as_deref() == Some(key.as_str()),
-            &|p| p.1.ends_with(&format!("/{key}")),
-        ];
-        for rule in rules {
-            let mut found: Vec<&String> = self
-                .pages
-                .iter()
-                .filter(|p| rule(p))
-                .map(|p| &p.0)
-                .collect();
-            if found.is_empty() {
-                continue;
-            }
-            found.sort_by(|a, b| a.len().cmp(&b.len()).then(a.cmp(b)));
-            let Some(from) = from else {
-                return Some(found[0].clone());
-            };
-            let folders = |p: &str| -> Vec<String> {
-                let mut v: Vec<String> = p.split('/').map(str::to_lowercase).collect();
-                v.pop();
-                v
-            };
-            let shared = |p: &str| {
-                folders(p)
-                    .iter()
-                    .zip(folders(from).iter())
-                    .take_while(|(x, y)| x == y)
-                    .count()
-            };
-            // The first of the candidates sharing the most folders.
-            let best = found.iter().map(|p| shared(p)).max().unwrap();
-            return found.into_iter().find(|p| shared(p) == best).cloned();
-        }
-        None
-    }
-}
-
 /// The notes that are written (a later note at the same path replaces an earlier one).
 fn vault_of(notes: &[Note]) -> BTreeMap<String, Note> {
     notes.iter().map(|n| (path_of(n), n.clone())).collect()
@@ -192,6 +142,7 @@ proptest! {
                     (path.clone(), slug, title, n.alias.map(|a| NAMES[a].to_lowercase()))
                 })
                 .collect(),
+            aliases_last: false,
         };
         // Backlinks: every linking note whose link resolves, from where it is written, to P.
         let mut want: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
