@@ -153,6 +153,24 @@ async def test_windows_build_under_wine(tmp_path: Path) -> None:
                 )
                 page = await call(leader, "kb_get_page", {"path": "inbox/from follower.md"})
                 assert "narwhal" in page["content"], page
+
+                # The follower moves that note to a new folder and name (the leader applies it,
+                # journaled): the old file goes, and both links to it follow, each in its form.
+                await call(
+                    leader,
+                    "kb_write_page",
+                    {"path": "inbox/linker.md", "content": "# Linker\n\n[[from follower]] and [it](from%20follower.md)\n"},
+                )
+                moved = await call(
+                    follower, "kb_move_page", {"from": "inbox/from follower.md", "to": "archive/Narwhal notes.md"}
+                )
+                assert moved["moved"] == [{"from": "inbox/from follower.md", "to": "archive/Narwhal notes.md"}], moved
+                assert moved["rewritten"] == [{"path": "inbox/linker.md", "links": 2}], moved
+                assert not (vault / "inbox" / "from follower.md").exists()
+                assert "narwhal" in (vault / "archive" / "Narwhal notes.md").read_text(encoding="utf-8")
+                linker = (vault / "inbox" / "linker.md").read_text(encoding="utf-8")
+                assert linker == "# Linker\n\n[[Narwhal notes]] and [it](../archive/Narwhal%20notes.md)\n", linker
+                assert not (vault / ".pkm" / "change.journal").exists()
             flog.flush()
             text = follower_log.read_text(encoding="utf-8", errors="replace")
             assert "following it" in text, f"the second process did not follow the first:\n{text}"
@@ -160,6 +178,6 @@ async def test_windows_build_under_wine(tmp_path: Path) -> None:
     # lock is free again, so a new process leads at once.
     with (tmp_path / "again.log").open("w") as log:
         async with server(vault, log) as again:
-            assert "inbox/from follower.md" in await found(again, "narwhal")
+            assert "archive/Narwhal notes.md" in await found(again, "narwhal")
     text = (tmp_path / "again.log").read_text(encoding="utf-8", errors="replace")
     assert "following it" not in text, text
