@@ -17,6 +17,8 @@ use stratum_app::scan::{self, ScanMode};
 use stratum_app::write_path::Step;
 use stratum_app::{App, AppConfig, SaveHooks};
 
+use crate::write_path::fail_at;
+
 /// Notes that link to the moved note.
 const LINKERS: usize = 30;
 const FROM: &str = "topics/target.md";
@@ -338,22 +340,6 @@ fn a_file_changed_after_planning_or_an_existing_target_is_a_conflict_and_nothing
     assert_eq!(err.note_path.as_deref(), Some("notes/n29.md"));
     assert_eq!(snapshot(dir.path()), before);
     assert!(!journal_left(dir.path()));
-}
-
-/// Fails the k-th step the injector is asked about; counts the steps.
-fn fail_at(app: &App, k: usize) -> Arc<AtomicUsize> {
-    let seen = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&seen);
-    app.set_fault_injector(Some(Arc::new(move |step: Step| {
-        if counter.fetch_add(1, Ordering::SeqCst) == k {
-            Err(std::io::Error::other(format!(
-                "injected failure at {step:?}"
-            )))
-        } else {
-            Ok(())
-        }
-    })));
-    seen
 }
 
 /// Fails every step from the k-th on (the steps that would undo the change too).

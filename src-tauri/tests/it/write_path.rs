@@ -51,8 +51,8 @@ fn walkdir(root: &Path) -> Vec<String> {
     out
 }
 
-/// Fails the k-th step the injector is asked about.
-fn fail_at(app: &App, k: usize) -> Arc<AtomicUsize> {
+/// Fails the k-th step the injector is asked about; counts the steps (shared with `batch.rs`).
+pub(crate) fn fail_at(app: &App, k: usize) -> Arc<AtomicUsize> {
     let seen = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&seen);
     app.set_fault_injector(Some(Arc::new(move |step: Step| {
