@@ -264,7 +264,7 @@ pub struct OutlineHeading {
     /// The heading's text as written.
     pub text: String,
     pub level: u8,
-    /// The section path that addresses it (`A#B`); a path two headings share names neither.
+    /// The section path that addresses it (`A#B`; `A#B[2]` for the second `B` under `A`).
     pub section: String,
     /// 1-based lines of the section, heading included.
     pub line_start: usize,

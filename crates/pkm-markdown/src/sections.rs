@@ -9,6 +9,7 @@
 //! and the block's children. Every range is a byte range of the note; none holds the blank lines
 //! that end a section.
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 use crate::block_parser::{Block, BlockKind, parse_blocks};
@@ -34,8 +35,12 @@ pub struct Section {
     pub title: String,
     /// 1–6; an outline heading without `#`s (`heading:: true`) takes its depth in the outline.
     pub level: u8,
-    /// The titles from the outermost heading down, joined by `#`; an anchor's is its title.
+    /// The titles from the outermost heading down, joined by `#`; an anchor's is its title. A
+    /// title that sibling sections share (the same text under the same heading, or at the top)
+    /// carries its place among them, `[1]`, `[2]`…, so every section has a path of its own.
     pub path: String,
+    /// [`Section::path`] without those places: the path as a heading link writes it.
+    pub plain_path: String,
     pub kind: SectionKind,
     /// Index of the heading's block in the pre-order list of the note's blocks.
     pub block: usize,
@@ -62,6 +67,9 @@ pub fn sections(text: &str) -> Vec<Section> {
     let ends = subtree_ends(&flat);
     let heading_ends = heading_ends(text, &flat);
     let mut out: Vec<Section> = Vec::new();
+    // For each section, the index in `out` of the heading it is under (none for an anchor: an
+    // anchor is addressed alone, and the headings around it keep their paths).
+    let mut under: Vec<Option<usize>> = Vec::new();
     // For each block, the index in `out` of its own section or of its nearest ancestor's.
     let mut owner: Vec<Option<usize>> = Vec::with_capacity(flat.len());
     for (i, &(parent, depth, b)) in flat.iter().enumerate() {
@@ -71,23 +79,49 @@ pub fn sections(text: &str) -> Vec<Section> {
             _ => after_break(text, ends.get(i).copied().unwrap_or(0)),
         };
         let found = heading_of(text, i, b, depth, end).or_else(|| anchor_of(text, i, b, end));
-        let Some(mut s) = found else {
+        let Some(s) = found else {
             owner.push(parent_owner);
             continue;
         };
         if s.kind == SectionKind::Anchor {
-            // An anchor is addressed alone; the headings around it keep their paths.
             owner.push(parent_owner);
-            out.push(s);
-            continue;
+            under.push(None);
+        } else {
+            owner.push(Some(out.len()));
+            under.push(parent_owner);
         }
-        if let Some(up) = parent_owner.and_then(|o| out.get(o)) {
-            s.path = format!("{}#{}", up.path, s.title);
-        }
-        owner.push(Some(out.len()));
         out.push(s);
     }
+    name_paths(&mut out, &under);
     out
+}
+
+/// Sets each section's paths from its title and the paths of the headings it is under (which
+/// come before it); siblings sharing a title are numbered in document order.
+fn name_paths(out: &mut [Section], under: &[Option<usize>]) {
+    let mut shared: HashMap<(Option<usize>, &str), (usize, usize)> = HashMap::new();
+    for (s, up) in out.iter().zip(under) {
+        shared.entry((*up, s.title.as_str())).or_default().1 += 1;
+    }
+    let mut places = Vec::with_capacity(out.len());
+    for (s, up) in out.iter().zip(under) {
+        let (seen, of) = shared.entry((*up, s.title.as_str())).or_default();
+        *seen += 1;
+        places.push((*of > 1).then_some(*seen));
+    }
+    for (i, (up, place)) in under.iter().zip(places).enumerate() {
+        let (path, plain) = match up.and_then(|u| out.get(u)) {
+            Some(u) => (format!("{}#", u.path), format!("{}#", u.plain_path)),
+            None => (String::new(), String::new()),
+        };
+        if let Some(s) = out.get_mut(i) {
+            s.plain_path = plain + &s.title;
+            s.path = match place {
+                Some(n) => format!("{path}{}[{n}]", s.title),
+                None => path + &s.title,
+            };
+        }
+    }
 }
 
 /// The blocks in pre-order: (parent's index, depth, block).
@@ -205,6 +239,7 @@ fn section(
         title: String::new(),
         level,
         path: String::new(),
+        plain_path: String::new(),
         kind,
         block,
         body: heading.end..body_end,
@@ -214,7 +249,6 @@ fn section(
 }
 
 fn titled(mut s: Section, title: String) -> Section {
-    s.path.clone_from(&title);
     s.title = title;
     s
 }
@@ -289,32 +323,44 @@ pub(crate) fn leading_blanks(text: &str, at: usize) -> &str {
 }
 
 /// The section `address` names: a whole path first, then the path's last headings; each
-/// exactly, then ignoring case and the spaces around each heading. No match, or more than one,
-/// is an error naming the headings there are (or the choices, with their lines).
+/// exactly, then ignoring case and the spaces around each heading; each as [`Section::path`]
+/// numbers headings that siblings share (`Q3#Risks[2]`), then as a heading link writes it
+/// (`Q3#Risks`, which names both). No match, or more than one, is an error naming the headings
+/// there are (or the choices, with their lines).
 pub fn find<'a>(
     text: &str,
     all: &'a [Section],
     address: &str,
 ) -> Result<&'a Section, MarkdownError> {
+    let numbered = |s: &Section| s.path.clone();
+    let plain = |s: &Section| s.plain_path.clone();
     for key in [exact, loose] {
         let want = key(address);
         let tail = format!("#{want}");
-        let whole = |s: &&Section| key(&s.path) == want;
-        let ends = |s: &&Section| key(&s.path).ends_with(&tail);
-        for pick in [&whole as &dyn Fn(&&Section) -> bool, &ends] {
-            let hits: Vec<&Section> = all.iter().filter(|s| pick(s)).collect();
-            match hits.as_slice() {
-                [] => continue,
-                [one] => return Ok(one),
-                many => {
-                    let lines = LineIndex::new(text);
-                    return Err(MarkdownError::AmbiguousSection {
-                        address: address.to_owned(),
-                        choices: many
-                            .iter()
-                            .map(|s| format!("{} (line {})", s.path, lines.span(&s.range()).0))
-                            .collect(),
-                    });
+        for at_end in [false, true] {
+            for form in [&numbered as &dyn Fn(&Section) -> String, &plain] {
+                let pick = |s: &&Section| {
+                    let path = key(&form(s));
+                    if at_end {
+                        path.ends_with(&tail)
+                    } else {
+                        path == want
+                    }
+                };
+                let hits: Vec<&Section> = all.iter().filter(pick).collect();
+                match hits.as_slice() {
+                    [] => continue,
+                    [one] => return Ok(one),
+                    many => {
+                        let lines = LineIndex::new(text);
+                        return Err(MarkdownError::AmbiguousSection {
+                            address: address.to_owned(),
+                            choices: many
+                                .iter()
+                                .map(|s| format!("{} (line {})", s.path, lines.span(&s.range()).0))
+                                .collect(),
+                        });
+                    }
                 }
             }
         }

@@ -67,6 +67,54 @@ fn repeated_headings_are_told_apart_by_their_path() {
 }
 
 #[test]
+fn headings_repeated_under_one_heading_are_numbered() {
+    let text = "# Log\n## Notes\na\n## Notes\nb\n### Detail\nd\n# Notes\nc\n# Notes\ne\n";
+    assert_eq!(
+        paths(text),
+        [
+            "Log",
+            "Log#Notes[1]",
+            "Log#Notes[2]",
+            "Log#Notes[2]#Detail",
+            "Notes[1]",
+            "Notes[2]"
+        ]
+    );
+    let plain: Vec<String> = sections(text).into_iter().map(|s| s.plain_path).collect();
+    assert_eq!(plain[3], "Log#Notes#Detail");
+    assert_eq!(get(text, "Log#Notes[2]"), "## Notes\nb\n### Detail\nd\n");
+    assert_eq!(get(text, "log # notes[1]"), "## Notes\na\n");
+    assert_eq!(get(text, "Notes[2]#Detail"), "### Detail\nd\n");
+    assert_eq!(get(text, "Detail"), "### Detail\nd\n");
+    assert_eq!(get(text, "Notes[2]"), "# Notes\ne\n");
+    // The path a heading link writes names several: refused with the numbered choices.
+    let all = sections(text);
+    assert_eq!(
+        find(text, &all, "Log#Notes").unwrap_err(),
+        MarkdownError::AmbiguousSection {
+            address: "Log#Notes".into(),
+            choices: vec![
+                "Log#Notes[1] (line 2)".into(),
+                "Log#Notes[2] (line 4)".into()
+            ]
+        }
+    );
+    assert!(matches!(
+        find(text, &all, "Notes"),
+        Err(MarkdownError::AmbiguousSection { choices, .. }) if choices.len() == 2
+    ));
+    // A heading that is written with brackets is found as written.
+    let literal = "# Steps [2]\nx\n# Steps\ny\n";
+    assert_eq!(paths(literal), ["Steps [2]", "Steps"]);
+    assert_eq!(get(literal, "Steps [2]"), "# Steps [2]\nx\n");
+    assert_eq!(get(literal, "Steps"), "# Steps\ny\n");
+    // Logseq: two heading blocks of one text under one heading block.
+    let outline = "- # Week\n\t- ## Done\n\t\t- a\n\t- ## Done\n\t\t- b\n";
+    assert_eq!(paths(outline), ["Week", "Week#Done[1]", "Week#Done[2]"]);
+    assert_eq!(get(outline, "Week#Done[2]"), "\t- ## Done\n\t\t- b\n");
+}
+
+#[test]
 fn an_exact_match_wins_then_case_and_spaces_are_ignored() {
     let text = "# Projects\n## Q3\n### Risks\nx\n# Risks\ny\n";
     // "Risks" is a whole path (the top-level one) before it is the end of another.

@@ -256,6 +256,41 @@ fn each_error_code_of_the_edit_tools() {
         )["text"],
         "## Notes\ny\n"
     );
+    // Headings repeated under one heading: the outline numbers them, and each number addresses
+    // its own section for reading and editing.
+    s.ok(
+        "kb_write_page",
+        json!({"path": "log.md", "content": "# Log\n## Done\na\n## Done\nb\n"}),
+    );
+    let outline = s.ok("kb_get_outline", json!({"path": "log.md"}));
+    let paths: Vec<&str> = outline["headings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["section"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["Log", "Log#Done[1]", "Log#Done[2]"]);
+    s.ok(
+        "kb_edit_page",
+        json!({"path": "log.md", "edits": [{"op": "append", "section": "Log#Done[2]", "text": "c"}]}),
+    );
+    let second = s.ok(
+        "kb_get_section",
+        json!({"path": "log.md", "section": "Log#Done[2]"}),
+    );
+    assert_eq!(second["text"], "## Done\nb\nc\n");
+    assert_eq!(second["section"], "Log#Done[2]");
+    let e = s.err(
+        "kb_get_section",
+        json!({"path": "log.md", "section": "Log#Done"}),
+    );
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("Log#Done[1] (line 2), Log#Done[2] (line 4)"),
+        "{e}"
+    );
     // A replace that finds another count refuses the whole list: nothing is written.
     let e = s.err(
         "kb_edit_page",
