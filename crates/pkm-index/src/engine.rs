@@ -1355,38 +1355,52 @@ struct SegmentVectors {
 
 impl SegmentVectors {
     fn read(segment: &SegmentReader, dims: usize) -> Result<SegmentVectors, IndexError> {
-        let mut out = SegmentVectors::default();
         let Some(column) = segment.fast_fields().bytes(MEANING)? else {
-            return Ok(out);
+            return Ok(SegmentVectors::default());
         };
-        // The dictionary lists each distinct vector once, by ordinal.
-        let mut distinct: Vec<i8> = Vec::new();
-        let mut scales: Vec<f32> = Vec::new();
+        // Each buffer is allocated once at its final size: they live as long as the segment.
+        let with_vector = |doc: DocId| column.term_ords(doc).next();
+        let count = (0..segment.max_doc())
+            .filter(|doc| with_vector(*doc).is_some())
+            .count();
+        let mut docs = Vec::with_capacity(count);
+        let mut ords = Vec::with_capacity(count);
+        for doc in 0..segment.max_doc() {
+            if let Some(ord) = with_vector(doc) {
+                docs.push(doc);
+                ords.push(ord);
+            }
+        }
+        let mut values = vec![0i8; count.saturating_mul(dims)];
+        let mut scales = vec![0.0f32; count];
+        // The dictionary lists each distinct vector once, by ordinal: each goes to the rows of
+        // the documents that hold it.
+        let mut by_ord: Vec<usize> = (0..count).collect();
+        by_ord.sort_unstable_by_key(|row| ords.get(*row).copied());
+        let mut rows = by_ord.into_iter().peekable();
+        let mut ord = 0u64;
         let mut stream = column.dictionary().stream()?;
         while stream.advance() {
-            let (values, scale) = embed::dequantize_parts(stream.key(), dims).unwrap_or((&[], 0.0));
-            if values.len() == dims {
-                distinct.extend(values.iter().map(|v| *v as i8));
-            } else {
-                distinct.extend(std::iter::repeat_n(0, dims));
+            let (vector, scale) = embed::dequantize_parts(stream.key(), dims).unwrap_or((&[], 0.0));
+            while let Some(row) = rows.next_if(|row| ords.get(*row) == Some(&ord)) {
+                if let Some(to) = values.get_mut(row * dims..(row + 1) * dims)
+                    && vector.len() == dims
+                {
+                    for (to, from) in to.iter_mut().zip(vector) {
+                        *to = *from as i8;
+                    }
+                }
+                if let Some(to) = scales.get_mut(row) {
+                    *to = scale;
+                }
             }
-            scales.push(scale);
+            ord += 1;
         }
-        for doc in 0..segment.max_doc() {
-            if let Some(ord) = column.term_ords(doc).next()
-                && let Ok(ord) = usize::try_from(ord)
-                && let (Some(scale), Some(values)) =
-                    (scales.get(ord), distinct.get(ord * dims..(ord + 1) * dims))
-            {
-                out.docs.push(doc);
-                out.values.extend_from_slice(values);
-                out.scales.push(*scale);
-            }
-        }
-        out.values.shrink_to_fit();
-        out.scales.shrink_to_fit();
-        out.docs.shrink_to_fit();
-        Ok(out)
+        Ok(SegmentVectors {
+            values,
+            scales,
+            docs,
+        })
     }
 }
 
