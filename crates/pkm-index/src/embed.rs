@@ -51,6 +51,13 @@ pub(crate) struct Model<'a> {
     unk: u32,
     uncased: bool,
     vocab: HashMap<&'a str, u32, foldhash::fast::FixedState>,
+    /// The continuation pieces (`##` tokens), by their text after the `##`: WordPiece looks
+    /// them up without building the `##` string each time.
+    continuations: HashMap<&'a str, u32, foldhash::fast::FixedState>,
+    /// The longest token in bytes, and the longest continuation after its `##`: WordPiece tries
+    /// no longer piece than these.
+    longest: usize,
+    longest_continuation: usize,
     scales: Vec<f32>,
     /// `i8` values, stored as their bytes.
     vectors: &'a [u8],
@@ -108,6 +115,18 @@ impl<'a> Model<'a> {
             let id = u32::try_from(id).map_err(|_| "too large")?;
             vocab.entry(token).or_insert(id);
         }
+        // A continuation is looked up as `##` and a non-empty piece: the same entries (the
+        // first id of a text wins, as above).
+        let mut continuations = HashMap::with_hasher(Default::default());
+        for (token, id) in &vocab {
+            if let Some(piece) = token.strip_prefix("##")
+                && !piece.is_empty()
+            {
+                continuations.insert(piece, *id);
+            }
+        }
+        let longest = vocab.keys().map(|t| t.len()).max().unwrap_or(0);
+        let longest_continuation = continuations.keys().map(|t| t.len()).max().unwrap_or(0);
         let scale_bytes = reader.take(vocab_len.checked_mul(4).ok_or("too large")?)?;
         let scales: Vec<f32> = scale_bytes
             .chunks_exact(4)
@@ -125,6 +144,9 @@ impl<'a> Model<'a> {
             unk: u32::try_from(unk).map_err(|_| "too large")?,
             uncased: flags & FLAG_UNCASED != 0,
             vocab,
+            continuations,
+            longest,
+            longest_continuation,
             scales,
             vectors,
         })
@@ -137,11 +159,21 @@ impl<'a> Model<'a> {
 
     /// Appends the ids of `text`'s tokens to `out`, `[UNK]` included, until `out` holds `max`.
     pub(crate) fn tokenize(&self, text: &str, max: usize, out: &mut Vec<u32>) {
+        self.tokenize_with(text, max, out, &mut |word, out| self.wordpiece(word, out));
+    }
+
+    /// [`Model::tokenize`], each word cut into pieces by `pieces` (WordPiece, or a cache of it).
+    fn tokenize_with(
+        &self,
+        text: &str,
+        max: usize,
+        out: &mut Vec<u32>,
+        pieces: &mut impl FnMut(&str, &mut Vec<u32>),
+    ) {
         let mut word = String::new();
-        let mut piece = String::new();
         let mut flush = |word: &mut String, out: &mut Vec<u32>| {
             if !word.is_empty() && out.len() < max {
-                self.wordpiece(word, out, &mut piece);
+                pieces(word, out);
             }
             word.clear();
         };
@@ -181,7 +213,7 @@ impl<'a> Model<'a> {
     }
 
     /// Greedy longest-match-first WordPiece of one word.
-    fn wordpiece(&self, word: &str, out: &mut Vec<u32>, piece: &mut String) {
+    fn wordpiece(&self, word: &str, out: &mut Vec<u32>) {
         if word.chars().nth(MAX_WORD_CHARS).is_some() {
             out.push(self.unk);
             return;
@@ -189,17 +221,20 @@ impl<'a> Model<'a> {
         let first = out.len();
         let mut start = 0;
         while start < word.len() {
-            let mut end = word.len();
+            // No token is longer: the longer candidates cannot match.
+            let longest = if start == 0 {
+                self.longest
+            } else {
+                self.longest_continuation
+            };
+            let mut end = word.len().min(start.saturating_add(longest));
             let mut found = None;
             while end > start {
                 if let Some(text) = word.get(start..end) {
                     let id = if start == 0 {
                         self.vocab.get(text)
                     } else {
-                        piece.clear();
-                        piece.push_str("##");
-                        piece.push_str(text);
-                        self.vocab.get(piece.as_str())
+                        self.continuations.get(text)
                     };
                     if let Some(id) = id {
                         found = Some((*id, end));
@@ -231,7 +266,14 @@ impl<'a> Model<'a> {
 
     /// The normalised mean of the vectors of `ids`, `[UNK]` skipped.
     pub(crate) fn mean(&self, ids: &[u32]) -> Option<Vec<f32>> {
-        let mut sum = vec![0.0f32; self.dims];
+        let mut sum = Vec::new();
+        self.mean_into(ids, &mut sum).then_some(sum)
+    }
+
+    /// [`Model::mean`] into `sum` (its allocation reused); false when it is `None`.
+    fn mean_into(&self, ids: &[u32], sum: &mut Vec<f32>) -> bool {
+        sum.clear();
+        sum.resize(self.dims, 0.0);
         let mut count = 0usize;
         for id in ids.iter().filter(|id| **id != self.unk) {
             let Ok(row) = usize::try_from(*id) else {
@@ -249,16 +291,74 @@ impl<'a> Model<'a> {
             count += 1;
         }
         if count == 0 {
-            return None;
+            return false;
         }
         let norm = sum.iter().map(|v| v * v).sum::<f32>().sqrt();
         if norm <= f32::EPSILON {
-            return None;
+            return false;
         }
-        for v in &mut sum {
+        for v in sum.iter_mut() {
             *v /= norm;
         }
-        Some(sum)
+        true
+    }
+}
+
+/// Embeds many texts with one model, as [`Model::embed`] does, remembering the pieces of each
+/// word it has cut and reusing its buffers: the blocks of a page of hits, whose words repeat
+/// (WordPiece tries up to a lookup per prefix of a word the vocabulary does not hold whole).
+pub(crate) struct Embedder<'m> {
+    model: &'m Model<'m>,
+    /// Each word cut so far: the range of its pieces in `pieces`.
+    words: HashMap<String, (u32, u32), foldhash::fast::FixedState>,
+    pieces: Vec<u32>,
+    ids: Vec<u32>,
+    vector: Vec<f32>,
+}
+
+impl<'m> Embedder<'m> {
+    pub(crate) fn new(model: &'m Model<'m>) -> Embedder<'m> {
+        Embedder {
+            model,
+            words: HashMap::default(),
+            pieces: Vec::new(),
+            ids: Vec::new(),
+            vector: Vec::new(),
+        }
+    }
+
+    /// [`Model::embed`]: the unit vector of `text` from at most `max` tokens, `None` when no
+    /// token is known (valid until the next call).
+    pub(crate) fn embed(&mut self, text: &str, max: usize) -> Option<&[f32]> {
+        let Embedder {
+            model,
+            words,
+            pieces,
+            ids,
+            vector,
+        } = self;
+        ids.clear();
+        model.tokenize_with(text, max, ids, &mut |word, out| {
+            let range = match words.get(word) {
+                Some(range) => *range,
+                None => {
+                    let from = pieces.len();
+                    model.wordpiece(word, pieces);
+                    let range = (
+                        u32::try_from(from).unwrap_or(u32::MAX),
+                        u32::try_from(pieces.len()).unwrap_or(u32::MAX),
+                    );
+                    words.insert(word.to_owned(), range);
+                    range
+                }
+            };
+            out.extend_from_slice(
+                pieces
+                    .get(range.0 as usize..range.1 as usize)
+                    .unwrap_or(&[]),
+            );
+        });
+        model.mean_into(ids, vector).then_some(vector.as_slice())
     }
 }
 
@@ -517,6 +617,35 @@ mod tests {
         let (values, scale) = dequantize_parts(&stored, 2).unwrap();
         let values: Vec<i8> = values.iter().map(|v| *v as i8).collect();
         assert!((query.similarity(&values, scale) - cosine(&money, &refund)).abs() < 0.02);
+    }
+
+    /// The embedder that remembers words gives the model's vectors exactly, for texts that
+    /// repeat words, cut them into pieces, hold unknown words or nothing known, and run past
+    /// the token limit.
+    #[test]
+    fn the_embedder_gives_the_models_vectors() {
+        let model = model().unwrap();
+        let mut embedder = Embedder::new(model);
+        let texts = [
+            "How do I get my money back after buying a license?",
+            "Unaffable refunds, unaffable refunds: the money comes back.",
+            "",
+            "\u{0}\u{fffd}",
+            "Café naïve coöperate 东京 ulfenka morkache tisstriche",
+            "How do I get my money back after buying a license?",
+        ];
+        for text in texts {
+            for max in [3, 256] {
+                let expected = model.embed(text, max);
+                let got = embedder.embed(text, max).map(<[f32]>::to_vec);
+                assert_eq!(got, expected, "{text:?}, {max}");
+            }
+        }
+        let long = "ulfenka morkache ".repeat(300);
+        assert_eq!(
+            embedder.embed(&long, 256).map(<[f32]>::to_vec),
+            model.embed(&long, 256)
+        );
     }
 
     /// The scan's dot product (blocks of pairs, then the rest) is the plain one, for vectors

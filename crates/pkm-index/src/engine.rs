@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
-use tantivy::collector::sort_key::{SortBySimilarityScore, SortByStaticFastValue, SortByString};
+use tantivy::collector::sort_key::{SortByStaticFastValue, SortByString};
 use tantivy::collector::{Collector, Count, SegmentCollector, TopDocs};
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::index::SegmentId;
@@ -33,7 +33,7 @@ use tantivy::{
     SegmentOrdinal, SegmentReader, TERMINATED, Term,
 };
 
-use crate::embed::{self, Model, NOTE_TOKENS, QueryVector};
+use crate::embed::{self, Embedder, Model, NOTE_TOKENS, QueryVector};
 use crate::error::IndexError;
 use crate::query::{
     BlockScorer, BlockWords, Clause, MATCHINGS, Matching, NOTE_KIND, SearchFields, Typos, clauses,
@@ -649,10 +649,6 @@ impl IndexEngine {
             Some(_) => 0..end.max(FUSION_DEPTH),
             None => offset..end,
         };
-        let order = (
-            (SortBySimilarityScore, Order::Desc),
-            (SortByString::for_field(PAGE_PATH), Order::Asc),
-        );
         let note_count = searcher.doc_freq(&Term::from_field_text(fields.kind, NOTE_KIND))? as f32;
         let rarity = |term: &str| {
             let with = searcher
@@ -669,7 +665,7 @@ impl IndexEngine {
         for matching in MATCHINGS {
             let notes = note_query(fields, &clauses, &weights, &exact, matching, &mut automata);
             let (matched, found) = if range.start < range.end && offset < end {
-                let top = TopDocs::for_doc_range(range.clone()).order_by(order.clone());
+                let top = TopNotes { depth: range.end };
                 searcher.search(&*notes, &(MatchedCollector, top))?
             } else {
                 (searcher.search(&*notes, &MatchedCollector)?, Vec::new())
@@ -682,10 +678,9 @@ impl IndexEngine {
         }
         let (matched, found, matching) = last;
         let mut total = matched.count;
-        let found: Vec<(f32, DocAddress)> = found
-            .into_iter()
-            .map(|((score, _), address)| (score, address))
-            .collect();
+        // Fused, the word ranking only needs the right notes (fusion orders them); alone, it is
+        // the page, in order.
+        let found = top_notes(&searcher, found, range.clone(), meaning.is_none())?;
         let ranked = match &meaning {
             Some(query) => {
                 let mut similar = self.similar_notes(&searcher, query)?;
@@ -703,9 +698,23 @@ impl IndexEngine {
             }
             None => found,
         };
-        let mut notes = Vec::with_capacity(ranked.len());
+        let mut ranked = ranked;
+        if meaning.is_some() {
+            // Fused, the page is cut from the notes in score order: only those down to the
+            // `end`-th score (ties included, which the page path orders) need their page path.
+            ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
+        }
+        let mut notes: Vec<(f32, String)> = Vec::with_capacity(ranked.len().min(end));
         let mut columns: HashMap<SegmentOrdinal, Option<StrColumn>> = HashMap::new();
         for (score, note) in ranked {
+            if meaning.is_some()
+                && notes.len() >= end
+                && notes
+                    .last()
+                    .is_none_or(|(last, _)| score.total_cmp(last).is_lt())
+            {
+                break;
+            }
             let column = match columns.entry(note.segment_ord) {
                 Entry::Occupied(known) => known.into_mut(),
                 Entry::Vacant(new) => new.insert(
@@ -730,9 +739,10 @@ impl IndexEngine {
         let scorer = BlockScorer::new(&clauses, matching, rarity);
         let mut blocks = self.blocks_of(&searcher, notes.iter().map(|(_, p)| p.as_str()))?;
         let mut hits = Vec::with_capacity(notes.len());
-        let closest = meaning.as_ref().map(|q| (self.model, q));
+        let mut embedder = Embedder::new(self.model);
         for (score, page_path) in notes {
             let blocks = blocks.remove(&page_path).unwrap_or_default();
+            let closest = meaning.as_ref().map(|q| (&mut embedder, q));
             hits.extend(
                 best_block(&mut analyzer, &scorer, closest, blocks)
                     .map(|block| block.into_hit(score, Some(&snippets))),
@@ -764,19 +774,14 @@ impl IndexEngine {
         for (ordinal, segment) in searcher.segment_readers().iter().enumerate() {
             live.insert(segment.segment_id());
             let vectors = self.segment_vectors(segment)?;
-            let similarity: Vec<f32> = vectors
-                .values
-                .chunks_exact(self.model.dims())
-                .zip(&vectors.scales)
-                .map(|(values, scale)| query.similarity(values, *scale))
-                .collect();
             let alive = segment.alive_bitset();
             let ordinal = SegmentOrdinal::try_from(ordinal).unwrap_or(SegmentOrdinal::MAX);
-            for (doc, vector) in &vectors.docs {
+            let rows = vectors.values.chunks_exact(self.model.dims());
+            for ((doc, values), scale) in vectors.docs.iter().zip(rows).zip(&vectors.scales) {
                 if alive.is_some_and(|alive| alive.is_deleted(*doc)) {
                     continue;
                 }
-                let sim = similarity.get(*vector as usize).copied().unwrap_or(0.0);
+                let sim = query.similarity(values, *scale);
                 if sim >= MEANING_FLOOR {
                     out.push((DocAddress::new(ordinal, *doc), sim));
                 }
@@ -1180,7 +1185,7 @@ impl StoredBlock {
 fn best_block(
     analyzer: &mut TextAnalyzer,
     scorer: &BlockScorer<'_>,
-    meaning: Option<(&Model<'_>, &QueryVector)>,
+    meaning: Option<(&mut Embedder<'_>, &QueryVector)>,
     blocks: Vec<StoredBlock>,
 ) -> Option<StoredBlock> {
     let words: Vec<BlockWords> = blocks
@@ -1196,7 +1201,7 @@ fn best_block(
         .collect();
     ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     let said = |i: &usize| blocks.get(*i).is_some_and(|b| !b.content.trim().is_empty());
-    if let Some((model, query)) = meaning
+    if let Some((embedder, query)) = meaning
         && ranked.first().is_none_or(|(score, _)| *score <= 0.0)
     {
         let closest = blocks
@@ -1204,8 +1209,8 @@ fn best_block(
             .enumerate()
             .filter(|(i, _)| said(i))
             .filter_map(|(i, b)| {
-                let vector = model.embed(&b.content, BLOCK_TOKENS)?;
-                Some((embed::cosine(&vector, &query.exact), i))
+                let vector = embedder.embed(&b.content, BLOCK_TOKENS)?;
+                Some((embed::cosine(vector, &query.exact), i))
             })
             .max_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)));
         if let Some((_, i)) = closest {
@@ -1338,42 +1343,239 @@ fn fuse(
     fused.into_iter().map(|(a, s)| (s, a)).collect()
 }
 
-/// The note vectors of one segment: each distinct vector once (`values`, `dims` per vector, and
-/// `scales`), and per note document the index of its vector.
+/// The note vectors of one segment, in document order, one row per note document: `docs[i]`'s
+/// vector is row `i` of `values` (`dims` values) with scale `scales[i]`. One contiguous run that
+/// a search reads front to back.
 #[derive(Default)]
 struct SegmentVectors {
     values: Vec<i8>,
     scales: Vec<f32>,
-    docs: Vec<(DocId, u32)>,
+    docs: Vec<DocId>,
 }
 
 impl SegmentVectors {
     fn read(segment: &SegmentReader, dims: usize) -> Result<SegmentVectors, IndexError> {
-        let mut out = SegmentVectors::default();
         let Some(column) = segment.fast_fields().bytes(MEANING)? else {
-            return Ok(out);
+            return Ok(SegmentVectors::default());
         };
-        // The dictionary lists each distinct vector once, by ordinal.
+        // Each buffer is allocated once at its final size: they live as long as the segment.
+        let with_vector = |doc: DocId| column.term_ords(doc).next();
+        let count = (0..segment.max_doc())
+            .filter(|doc| with_vector(*doc).is_some())
+            .count();
+        let mut docs = Vec::with_capacity(count);
+        let mut ords = Vec::with_capacity(count);
+        for doc in 0..segment.max_doc() {
+            if let Some(ord) = with_vector(doc) {
+                docs.push(doc);
+                ords.push(ord);
+            }
+        }
+        let mut values = vec![0i8; count.saturating_mul(dims)];
+        let mut scales = vec![0.0f32; count];
+        // The dictionary lists each distinct vector once, by ordinal: each goes to the rows of
+        // the documents that hold it.
+        let mut by_ord: Vec<usize> = (0..count).collect();
+        by_ord.sort_unstable_by_key(|row| ords.get(*row).copied());
+        let mut rows = by_ord.into_iter().peekable();
+        let mut ord = 0u64;
         let mut stream = column.dictionary().stream()?;
         while stream.advance() {
-            let (values, scale) = embed::dequantize_parts(stream.key(), dims).unwrap_or((&[], 0.0));
-            if values.len() == dims {
-                out.values.extend(values.iter().map(|v| *v as i8));
-            } else {
-                out.values.extend(std::iter::repeat_n(0, dims));
+            let (vector, scale) = embed::dequantize_parts(stream.key(), dims).unwrap_or((&[], 0.0));
+            while let Some(row) = rows.next_if(|row| ords.get(*row) == Some(&ord)) {
+                if let Some(to) = values.get_mut(row * dims..(row + 1) * dims)
+                    && vector.len() == dims
+                {
+                    for (to, from) in to.iter_mut().zip(vector) {
+                        *to = *from as i8;
+                    }
+                }
+                if let Some(to) = scales.get_mut(row) {
+                    *to = scale;
+                }
             }
-            out.scales.push(scale);
+            ord += 1;
         }
-        for doc in 0..segment.max_doc() {
-            if let Some(ord) = column.term_ords(doc).next()
-                && let Ok(ord) = u32::try_from(ord)
-                && (ord as usize) < out.scales.len()
-            {
-                out.docs.push((doc, ord));
-            }
-        }
-        Ok(out)
+        Ok(SegmentVectors {
+            values,
+            scales,
+            docs,
+        })
     }
+}
+
+/// The first `depth` notes of a search by score, then page path (what `TopDocs` ordered by
+/// score and page path gives), collected without the page paths: within a segment the page
+/// path's ordinal orders as the path does, and only notes whose score ties across segments at
+/// the cut need their path (see [`top_notes`]). `TopDocs` looked up the path of its first
+/// `depth` notes in every segment, each lookup decoding a block of the path dictionary.
+struct TopNotes {
+    depth: usize,
+}
+
+/// One segment's candidates for [`TopNotes`].
+struct SegmentTopNotes {
+    segment: SegmentOrdinal,
+    paths: Option<Column<u64>>,
+    depth: usize,
+    found: Vec<NoteCandidate>,
+    /// The last note kept at the latest cut: a note after it cannot be among the first `depth`.
+    worst: Option<NoteCandidate>,
+}
+
+/// A note a search found: its score, its page path's ordinal in its segment, its address.
+#[derive(Debug, Clone, Copy)]
+struct NoteCandidate {
+    score: Score,
+    path_ord: Option<u64>,
+    address: DocAddress,
+}
+
+impl Collector for TopNotes {
+    type Fruit = Vec<NoteCandidate>;
+    type Child = SegmentTopNotes;
+
+    fn for_segment(
+        &self,
+        segment: SegmentOrdinal,
+        reader: &SegmentReader,
+    ) -> tantivy::Result<SegmentTopNotes> {
+        Ok(SegmentTopNotes {
+            segment,
+            paths: reader
+                .fast_fields()
+                .str(PAGE_PATH)?
+                .map(|column| column.ords().clone()),
+            depth: self.depth,
+            found: Vec::new(),
+            worst: None,
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        true
+    }
+
+    fn merge_fruits(&self, fruits: Vec<Vec<NoteCandidate>>) -> tantivy::Result<Vec<NoteCandidate>> {
+        Ok(fruits.into_iter().flatten().collect())
+    }
+}
+
+impl SegmentCollector for SegmentTopNotes {
+    type Fruit = Vec<NoteCandidate>;
+
+    fn collect(&mut self, doc: DocId, score: Score) {
+        let candidate = NoteCandidate {
+            score,
+            path_ord: self.paths.as_ref().and_then(|paths| paths.first(doc)),
+            address: DocAddress::new(self.segment, doc),
+        };
+        if self
+            .worst
+            .is_some_and(|worst| segment_order(&candidate, &worst).is_gt())
+        {
+            return;
+        }
+        self.found.push(candidate);
+        // Kept between `depth` and twice that: a bounded buffer, cut down now and then.
+        if self.found.len() >= self.depth.saturating_mul(2).max(64) {
+            self.keep_best();
+        }
+    }
+
+    fn harvest(mut self) -> Vec<NoteCandidate> {
+        self.keep_best();
+        self.found
+    }
+}
+
+impl SegmentTopNotes {
+    /// Keeps the first `depth` of `found` in [`segment_order`].
+    fn keep_best(&mut self) {
+        if self.found.len() <= self.depth {
+            return;
+        }
+        let Some(nth) = self.depth.checked_sub(1) else {
+            self.found.clear();
+            return;
+        };
+        let (_, worst, _) = self.found.select_nth_unstable_by(nth, segment_order);
+        self.worst = Some(*worst);
+        self.found.truncate(self.depth);
+    }
+}
+
+/// Score descending, then page path ascending (a segment's path ordinals order as its paths),
+/// then document.
+fn segment_order(a: &NoteCandidate, b: &NoteCandidate) -> std::cmp::Ordering {
+    b.score
+        .total_cmp(&a.score)
+        .then(a.path_ord.cmp(&b.path_ord))
+        .then(a.address.doc_id.cmp(&b.address.doc_id))
+}
+
+/// The notes at `range` of `found` ordered by score descending, then page path ascending (then
+/// address). With `ordered` false, the notes of `0..range.end` in any order: only notes tied
+/// with the last one's score need their page path then.
+fn top_notes(
+    searcher: &Searcher,
+    mut found: Vec<NoteCandidate>,
+    range: std::ops::Range<usize>,
+    ordered: bool,
+) -> Result<Vec<(f32, DocAddress)>, IndexError> {
+    found.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.address.cmp(&b.address)));
+    let end = range.end.min(found.len());
+    let Some(last) = end
+        .checked_sub(1)
+        .and_then(|i| found.get(i))
+        .map(|c| c.score)
+    else {
+        return Ok(Vec::new());
+    };
+    // `found[..first_tied]` scores above the cut; `found[first_tied..after_tied]` at it.
+    let first_tied = found.partition_point(|c| c.score.total_cmp(&last).is_gt());
+    let after_tied = found.partition_point(|c| c.score.total_cmp(&last).is_ge());
+    let from = if ordered { 0 } else { first_tied };
+    let mut columns: HashMap<SegmentOrdinal, Option<StrColumn>> = HashMap::new();
+    let mut named = Vec::with_capacity(after_tied - from);
+    for candidate in found.get(from..after_tied).unwrap_or_default() {
+        let segment = candidate.address.segment_ord;
+        let column = match columns.entry(segment) {
+            Entry::Occupied(known) => known.into_mut(),
+            Entry::Vacant(new) => new.insert(
+                searcher
+                    .segment_reader(segment)
+                    .fast_fields()
+                    .str(PAGE_PATH)?,
+            ),
+        };
+        let mut path = None;
+        if let (Some(column), Some(ord)) = (column.as_ref(), candidate.path_ord) {
+            let mut text = String::new();
+            if column.ord_to_str(ord, &mut text)? {
+                path = Some(text);
+            }
+        }
+        named.push((path, *candidate));
+    }
+    named.sort_by(|(a_path, a), (b_path, b)| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a_path.cmp(b_path))
+            .then(a.address.cmp(&b.address))
+    });
+    let named = named.into_iter().map(|(_, c)| (c.score, c.address));
+    if ordered {
+        return Ok(named
+            .skip(range.start)
+            .take(end.saturating_sub(range.start))
+            .collect());
+    }
+    let above = found.get(..first_tied).unwrap_or_default().iter();
+    Ok(above
+        .map(|c| (c.score, c.address))
+        .chain(named.take(end - first_tied))
+        .collect())
 }
 
 /// Counts the notes a query matches and remembers which (a bit per document of each segment):
