@@ -43,6 +43,9 @@ pub(crate) const MAX_WORD_CHARS: usize = 100;
 /// the cost of indexing stays bounded by the note, not its length.
 pub(crate) const NOTE_TOKENS: usize = 512;
 
+/// Tokens of a query's word (or quoted phrase) read for its specificity.
+const SPECIFICITY_TOKENS: usize = 16;
+
 const FLAG_UNCASED: u8 = 1;
 
 /// A static embedding model (see the module docs).
@@ -262,6 +265,25 @@ impl<'a> Model<'a> {
         let mut ids = Vec::new();
         self.tokenize(text, max, &mut ids);
         self.mean(&ids)
+    }
+
+    /// How specific `text` is in English at large: the largest length of its tokens' vectors
+    /// (`[UNK]` skipped; the first [`SPECIFICITY_TOKENS`] tokens); `None` when none is known.
+    /// model2vec's frequency weighting (SIF) baked into the vectors makes the vector of a common
+    /// token short ("what" 2.1, "time" 2.5) and of a rare one long ("yeast" 7.6).
+    pub(crate) fn specificity(&self, text: &str) -> Option<f32> {
+        let mut ids = Vec::new();
+        self.tokenize(text, SPECIFICITY_TOKENS, &mut ids);
+        ids.iter()
+            .filter(|id| **id != self.unk)
+            .filter_map(|id| {
+                let row = usize::try_from(*id).ok()?;
+                let scale = self.scales.get(row)?;
+                let values = self.vectors.get(row * self.dims..(row + 1) * self.dims)?;
+                let sum: f32 = values.iter().map(|v| f32::from(*v as i8).powi(2)).sum();
+                Some(sum.sqrt() * scale)
+            })
+            .reduce(f32::max)
     }
 
     /// The normalised mean of the vectors of `ids`, `[UNK]` skipped.
@@ -757,5 +779,23 @@ mod tests {
         utf8[23] = 0xff;
         assert!(Model::parse(&utf8).is_err());
         assert!(dequantize_parts(&[1, 2, 3], 2).is_none());
+    }
+
+    /// A question's form words weigh less than its subject under coverage ranking: the model
+    /// rates common words less specific than the words a question is about, and knows nothing
+    /// of text without a known token.
+    #[test]
+    fn specificity_rates_common_words_below_subject_words() {
+        let model = model().unwrap();
+        let of = |word: &str| model.specificity(word).unwrap();
+        for common in ["what", "best", "time", "take", "get"] {
+            for subject in ["yeast", "quarter", "database", "skeleton", "monitoring"] {
+                assert!(of(common) < of(subject), "{common} vs {subject}");
+            }
+        }
+        // A word of several pieces counts its most specific piece.
+        assert!(of("acronyms") > of("what"));
+        assert_eq!(model.specificity(""), None);
+        assert_eq!(model.specificity("\u{1F600}"), None);
     }
 }

@@ -37,7 +37,7 @@ use crate::embed::{self, Embedder, Model, NOTE_TOKENS, QueryVector};
 use crate::error::IndexError;
 use crate::query::{
     BlockScorer, BlockWords, Clause, MATCHINGS, Matching, NOTE_KIND, SearchFields, Typos, clauses,
-    documents_of_notes, exact_key, field_query, note_query, words_in_text,
+    coverage_weight, documents_of_notes, exact_key, field_query, note_query, words_in_text,
 };
 use crate::tokenizer::{ANALYZER_NAME, SearchLanguage, Stopwords, analyze, analyzer, value_starts};
 
@@ -656,9 +656,16 @@ impl IndexEngine {
                 .unwrap_or(0) as f32;
             (1.0 + (note_count - with + 0.5) / (with + 0.5)).ln()
         };
+        // Under Coverage, each clause weighs its rarity and, with the meaning model (English),
+        // how specific its word is (`coverage_weight`).
         let weights: Vec<f32> = clauses
             .iter()
-            .map(|c| c.terms.iter().map(|t| rarity(t)).sum())
+            .map(|c| {
+                let specificity = meaning
+                    .as_ref()
+                    .and_then(|_| self.model.specificity(&c.typed));
+                coverage_weight(c.terms.iter().map(|t| rarity(t)).sum(), specificity)
+            })
             .collect();
         let mut automata = Typos::default();
         let mut last = (Matched::default(), Vec::new(), MATCHINGS[0]);

@@ -34,6 +34,9 @@ pub(crate) struct Clause {
     /// Characters of the text the clause was analyzed from (for a single word: the word as
     /// typed, which decides whether it may match with a typo).
     pub typed_chars: usize,
+    /// The clause as typed (a word, or a quoted phrase's text): what the meaning model weighs
+    /// (see [`coverage_weight`]).
+    pub typed: String,
     /// Byte range of the typed text in the part of the query it came from.
     from: usize,
     to: usize,
@@ -86,13 +89,15 @@ pub(crate) fn clauses(
         let quoted = i % 2 == 1 && i + 1 < parts.len();
         let tokens = analyze(analyzer, part);
         if quoted {
-            let phrase = Clause::phrase(tokens);
+            let mut phrase = Clause::phrase(tokens);
+            phrase.typed = (*part).to_owned();
             push_unique(&mut all, phrase.clone());
             push_unique(&mut out, phrase);
         } else {
-            for clause in word_clauses(tokens) {
-                push_unique(&mut all, clause.clone());
+            for mut clause in word_clauses(tokens) {
                 let typed = part.get(clause.from..clause.to).unwrap_or_default();
+                clause.typed = typed.to_owned();
+                push_unique(&mut all, clause.clone());
                 if clause.terms.len() > 1 || !stopwords.contains(typed) {
                     push_unique(&mut out, clause);
                 }
@@ -192,8 +197,35 @@ pub(crate) const MATCHINGS: [Matching; 3] =
     [Matching::Every, Matching::EveryFuzzy, Matching::Coverage];
 
 /// Under [`Matching::Coverage`], the weight of a clause found in a note's name against found in
-/// its text (both count: a clause in the name and the text weighs three times one in the text).
-const COVER_NAME: f32 = 2.0;
+/// its text (both count: a clause in the name and the text weighs 3.5 times one in the text).
+const COVER_NAME: f32 = 2.5;
+/// Under [`Matching::Coverage`], a clause weighs its rarity among notes to this power (see
+/// [`coverage_weight`]).
+const COVER_RARITY_POWER: f32 = 1.5;
+/// The length of a typical content word's vector in the meaning model (between "meeting", 4.0,
+/// and "week", 3.7; "what" is 2.1, "yeast" 7.6): a clause whose word has this length keeps its
+/// weight under [`coverage_weight`].
+const COVER_SPECIFIC_LENGTH: f32 = 4.0;
+
+/// The weight of a clause under [`Matching::Coverage`]: its `rarity` (the summed inverse document
+/// frequency of its terms among notes) to the power [`COVER_RARITY_POWER`], times its
+/// `specificity` relative to [`COVER_SPECIFIC_LENGTH`] when known.
+///
+/// Why: a question's words that the vault holds in few notes are not all telling. In a small
+/// vault "best", "time" or "take" are as rare as "quarter" or "yeast", and a note that holds two
+/// such words outranked the note holding the one rare word the question is about. The power
+/// spreads the rarities apart (a word in one note weighs far more than a word in ten), and the
+/// specificity says how specific the word is in English at large: the length of its vector in
+/// the static meaning model (the largest of its word pieces', [`crate::embed::Model::specificity`]),
+/// which model2vec's frequency weighting makes short for common words. Measured on the judged
+/// question sets of `scripts/bench/relevance/` (ADR-0015).
+pub(crate) fn coverage_weight(rarity: f32, specificity: Option<f32>) -> f32 {
+    let rarity = rarity.max(0.0).powf(COVER_RARITY_POWER);
+    match specificity {
+        Some(length) if length > 0.0 => rarity * length / COVER_SPECIFIC_LENGTH,
+        _ => rarity,
+    }
+}
 /// Under [`Matching::Coverage`], the weight of the BM25 score beside the coverage.
 const COVER_BM25: f32 = 0.1;
 
