@@ -84,13 +84,21 @@ pub(crate) fn prepare(
     mtime: SystemTime,
     size: u64,
 ) -> Prepared {
-    let page = block_parser::parse_page_as(text, &dialect.page_name(path.as_str()), dialect);
+    // The links and the inline tags from one pass over the note's regions (code, HTML), which
+    // the page's tags take too: three pulldown-cmark passes per note were one.
+    let (found_links, inline_tags) = linker::links_and_tags_as(text, dialect);
+    let page = block_parser::parse_page_with_tags(
+        text,
+        &dialect.page_name(path.as_str()),
+        dialect,
+        &inline_tags,
+    );
     let flat = flatten(&page);
     let owners = Owners::of(&flat);
     let mut blocks: Vec<NewBlock> = flat.iter().map(|(p, b)| new_block(*p, b)).collect();
-    let mut links = place_links(dialect, path, text, &owners, &mut blocks);
+    let mut links = place_links(path, found_links, &owners, &mut blocks);
     add_tag_links(dialect, &page, &mut blocks, &mut links);
-    place_inline_tags(dialect, text, &owners, &mut blocks);
+    place_inline_tags(inline_tags, &owners, &mut blocks);
     let record = page_record(path, &page, text, mtime, size);
     let meaning = NoteMeaning::of(&record.title, blocks.iter().map(|b| b.content.as_str())).ok();
     Prepared {
@@ -158,14 +166,13 @@ fn new_link(link: &linker::Link) -> NewLink {
 /// The note's links, relative markdown links joined to the note's folder, each given to the
 /// block that holds it; every link is returned with its block's index.
 fn place_links(
-    dialect: &Dialect,
     path: &VaultPath,
-    text: &str,
+    found: Vec<linker::Link>,
     owners: &Owners,
     blocks: &mut [NewBlock],
 ) -> Vec<(Option<usize>, linker::Link)> {
-    let mut links = Vec::new();
-    for mut link in linker::extract_links_as(text, dialect) {
+    let mut links = Vec::with_capacity(found.len());
+    for mut link in found {
         if matches!(link.kind, LinkKind::Markdown) {
             link.target = join_relative(path, &link.target);
         }
@@ -211,9 +218,10 @@ fn add_tag_links(
     }
 }
 
-/// Gives each inline `#tag` to the block that holds it; a block keeps a tag once, whatever its case.
-fn place_inline_tags(dialect: &Dialect, text: &str, owners: &Owners, blocks: &mut [NewBlock]) {
-    for (tag, pos) in pkm_markdown::tags::extract_inline_tags_as(text, dialect) {
+/// Gives each inline `#tag` (with where it stands) to the block that holds it; a block keeps a
+/// tag once, whatever its case.
+fn place_inline_tags(found: Vec<(String, usize)>, owners: &Owners, blocks: &mut [NewBlock]) {
+    for (tag, pos) in found {
         if let Some(block) = owners.at(pos).and_then(|i| blocks.get_mut(i)) {
             block.tags.push(tag);
         }
