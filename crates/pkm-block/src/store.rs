@@ -522,8 +522,14 @@ impl StoreWriter {
             let mut built = Ok(());
             for sql in &indexes {
                 built = self.conn.execute_batch(sql);
-                if built.is_err() && to_file && !self.conn.is_autocommit() {
-                    self.conn.pragma_update(None, "temp_store", "MEMORY")?;
+                if built.is_err()
+                    && to_file
+                    && !self.conn.is_autocommit()
+                    && self
+                        .conn
+                        .pragma_update(None, "temp_store", "MEMORY")
+                        .is_ok()
+                {
                     to_file = false;
                     built = self.conn.execute_batch(sql);
                 }
@@ -532,7 +538,9 @@ impl StoreWriter {
                 }
             }
             if to_file {
-                self.conn.pragma_update(None, "temp_store", "MEMORY")?;
+                // Best effort: a writer left sorting through files sorts right all the same, and
+                // an error here must not leave the transaction open.
+                let _ = self.conn.pragma_update(None, "temp_store", "MEMORY");
             }
             if let Err(e) = built {
                 self.rollback_transaction()?;
