@@ -63,15 +63,17 @@ fn join_relative(from: &VaultPath, target: &str) -> String {
     parts.join("/")
 }
 
-/// Flattens the block tree in document order without recursion (trees may be 100k deep).
-fn flatten(page: &ParsedPage) -> Vec<(Option<usize>, &Block)> {
+/// Flattens the block tree in document order without recursion (trees may be 100k deep),
+/// taking the blocks out of it: their text moves on to the store's rows, it is not copied.
+fn flatten(roots: Vec<Block>) -> Vec<(Option<usize>, Block)> {
     let mut out = Vec::new();
-    let mut stack: Vec<(Option<usize>, &Block)> =
-        page.blocks.iter().rev().map(|b| (None, b)).collect();
-    while let Some((parent, block)) = stack.pop() {
+    let mut stack: Vec<(Option<usize>, Block)> =
+        roots.into_iter().rev().map(|b| (None, b)).collect();
+    while let Some((parent, mut block)) = stack.pop() {
         let me = out.len();
+        let children = std::mem::take(&mut block.children);
         out.push((parent, block));
-        stack.extend(block.children.iter().rev().map(|c| (Some(me), c)));
+        stack.extend(children.into_iter().rev().map(|c| (Some(me), c)));
     }
     out
 }
@@ -84,13 +86,28 @@ pub(crate) fn prepare(
     mtime: SystemTime,
     size: u64,
 ) -> Prepared {
-    let page = block_parser::parse_page_as(text, &dialect.page_name(path.as_str()), dialect);
-    let flat = flatten(&page);
+    // The links and the inline tags from one pass over the note's regions (code, HTML), which
+    // the page's tags take too: three pulldown-cmark passes per note were one.
+    let (found_links, inline_tags) = linker::links_and_tags_as(text, dialect);
+    let mut page = block_parser::parse_page_with_tags(
+        text,
+        &dialect.page_name(path.as_str()),
+        dialect,
+        &inline_tags,
+    );
+    let first_start = page.blocks.first().map(|b| b.range.start);
+    let flat = flatten(std::mem::take(&mut page.blocks));
     let owners = Owners::of(&flat);
-    let mut blocks: Vec<NewBlock> = flat.iter().map(|(p, b)| new_block(*p, b)).collect();
-    let mut links = place_links(dialect, path, text, &owners, &mut blocks);
-    add_tag_links(dialect, &page, &mut blocks, &mut links);
-    place_inline_tags(dialect, text, &owners, &mut blocks);
+    let mut blocks: Vec<NewBlock> = flat.into_iter().map(|(p, b)| new_block(p, b)).collect();
+    let mut links = place_links(path, found_links, &owners, &mut blocks);
+    add_tag_links(
+        dialect,
+        first_start,
+        &page.page_tags,
+        &mut blocks,
+        &mut links,
+    );
+    place_inline_tags(inline_tags, &owners, &mut blocks);
     let record = page_record(path, &page, text, mtime, size);
     let meaning = NoteMeaning::of(&record.title, blocks.iter().map(|b| b.content.as_str())).ok();
     Prepared {
@@ -111,7 +128,7 @@ pub(crate) fn prepare(
 struct Owners(Vec<(usize, usize, usize)>);
 
 impl Owners {
-    fn of(flat: &[(Option<usize>, &Block)]) -> Owners {
+    fn of(flat: &[(Option<usize>, Block)]) -> Owners {
         let mut by_start: Vec<(usize, usize, usize)> = flat
             .iter()
             .enumerate()
@@ -130,12 +147,12 @@ impl Owners {
 }
 
 /// A parsed block as the store takes it, its links and tags still to be placed.
-fn new_block(parent: Option<usize>, b: &Block) -> NewBlock {
+fn new_block(parent: Option<usize>, b: Block) -> NewBlock {
     NewBlock {
         parent,
-        explicit_id: b.id.clone(),
-        content: b.content.clone(),
-        properties: b.properties.clone(),
+        explicit_id: b.id,
+        content: b.content,
+        properties: b.properties,
         marker: b.marker.map(|m| m.as_str().to_owned()),
         priority: b.priority.map(|p| p.as_str().to_owned()),
         collapsed: b.collapsed,
@@ -158,14 +175,13 @@ fn new_link(link: &linker::Link) -> NewLink {
 /// The note's links, relative markdown links joined to the note's folder, each given to the
 /// block that holds it; every link is returned with its block's index.
 fn place_links(
-    dialect: &Dialect,
     path: &VaultPath,
-    text: &str,
+    found: Vec<linker::Link>,
     owners: &Owners,
     blocks: &mut [NewBlock],
 ) -> Vec<(Option<usize>, linker::Link)> {
-    let mut links = Vec::new();
-    for mut link in linker::extract_links_as(text, dialect) {
+    let mut links = Vec::with_capacity(found.len());
+    for mut link in found {
         if matches!(link.kind, LinkKind::Markdown) {
             link.target = join_relative(path, &link.target);
         }
@@ -179,18 +195,19 @@ fn place_links(
 }
 
 /// The links the page's own tags make by the dialect ([`Dialect::tag_pages`]), as wiki links at
-/// the start of its first block, unless that block links the page already.
+/// the start of its first block (which starts at `first_start`), unless that block links the
+/// page already.
 fn add_tag_links(
     dialect: &Dialect,
-    page: &ParsedPage,
+    first_start: Option<usize>,
+    page_tags: &[String],
     blocks: &mut [NewBlock],
     links: &mut Vec<(Option<usize>, linker::Link)>,
 ) {
-    let (Some(first), Some(block)) = (page.blocks.first(), blocks.first_mut()) else {
+    let (Some(at), Some(block)) = (first_start, blocks.first_mut()) else {
         return;
     };
-    let at = first.range.start;
-    for tag in dialect.tag_pages(&page.page_tags) {
+    for tag in dialect.tag_pages(page_tags) {
         let key = page_key(tag);
         let known = links
             .iter()
@@ -211,9 +228,10 @@ fn add_tag_links(
     }
 }
 
-/// Gives each inline `#tag` to the block that holds it; a block keeps a tag once, whatever its case.
-fn place_inline_tags(dialect: &Dialect, text: &str, owners: &Owners, blocks: &mut [NewBlock]) {
-    for (tag, pos) in pkm_markdown::tags::extract_inline_tags_as(text, dialect) {
+/// Gives each inline `#tag` (with where it stands) to the block that holds it; a block keeps a
+/// tag once, whatever its case.
+fn place_inline_tags(found: Vec<(String, usize)>, owners: &Owners, blocks: &mut [NewBlock]) {
+    for (tag, pos) in found {
         if let Some(block) = owners.at(pos).and_then(|i| blocks.get_mut(i)) {
             block.tags.push(tag);
         }
@@ -274,6 +292,33 @@ impl Prepared {
             blocks,
             meaning: self.meaning.clone(),
         }
+    }
+
+    /// [`Prepared::index_doc`] of a note that is not needed any more (a scan's, once stored): its
+    /// text, tags and block ids move into the doc instead of being copied. With the note's path.
+    pub(crate) fn into_index_doc(self, ids: Vec<String>) -> (VaultPath, NoteDoc) {
+        let mut page_tags = Some(self.page_tags);
+        let blocks = self
+            .blocks
+            .into_iter()
+            .zip(ids)
+            .map(|(b, block_id)| {
+                let mut tags = page_tags.take().unwrap_or_default();
+                tags.extend(b.tags);
+                BlockDoc {
+                    block_id,
+                    content: b.content,
+                    tags,
+                }
+            })
+            .collect();
+        let doc = NoteDoc {
+            title: self.record.title,
+            aliases: self.record.aliases,
+            blocks,
+            meaning: self.meaning,
+        };
+        (self.record.path, doc)
     }
 
     /// Whether the note names blocks (`id::`) or refers to them (`((uuid))`): the resolver's

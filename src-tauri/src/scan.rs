@@ -578,11 +578,17 @@ fn apply_chunk(
     }
     let pages: Vec<&Prepared> = batch.iter().collect();
     let ids = change.save(&pages)?;
+    let updated = batch.len();
+    let docs: Vec<_> = batch
+        .into_iter()
+        .zip(ids)
+        .map(|(p, ids)| p.into_index_doc(ids))
+        .collect();
     // The index holds no doc of a note the store did not know and that was not lagging (docs
     // leave the index before their lag mark does), nor of any note after a rebuild's clear.
-    change.index(&pages, &ids, &|path| {
+    change.index_docs(&docs, &|path| {
         scope.mode != ScanMode::Rebuild
             && (scope.known.contains_key(path) || scope.lagging.contains(path))
     })?;
-    Ok(batch.len())
+    Ok(updated)
 }

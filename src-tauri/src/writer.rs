@@ -216,6 +216,26 @@ impl Change<'_> {
         Ok(())
     }
 
+    /// [`Change::index`] for notes already made into their index docs (a scan moves each note's
+    /// text into its doc, [`Prepared::into_index_doc`], instead of copying it).
+    pub(crate) fn index_docs(
+        &mut self,
+        notes: &[(pkm_core::VaultPath, pkm_index::NoteDoc)],
+        indexed: &dyn Fn(&str) -> bool,
+    ) -> KbResult<()> {
+        self.index_dirty = true;
+        for (path, note) in notes {
+            let path = path.as_str();
+            if indexed(path) {
+                self.index.replace_page(path, note)
+            } else {
+                self.index.add_page(path, note)
+            }
+            .map_err(KbError::from)?;
+        }
+        Ok(())
+    }
+
     /// Step 2 for notes whose files are gone: their store rows and index docs (uncommitted). The
     /// caller tells the app that pages changed (`App::pages_changed`).
     pub(crate) fn remove(&mut self, paths: &[String]) -> KbResult<()> {
@@ -241,8 +261,12 @@ impl Change<'_> {
     /// change's notes no longer lag. On an error the change aborts.
     pub(crate) fn finish(mut self) -> KbResult<()> {
         if let Some(pending) = self.in_transaction.take() {
-            self.store.commit_transaction().map_err(KbError::from)?;
-            self.stored.extend(pending);
+            if self.index_dirty {
+                self.commit_both(pending)?;
+            } else {
+                self.store.commit_transaction().map_err(KbError::from)?;
+                self.stored.extend(pending);
+            }
         }
         if self.index_dirty {
             self.index.commit().map_err(KbError::from)?;
@@ -257,6 +281,53 @@ impl Change<'_> {
             tracing::warn!(error = %e, "could not clear index-lag marks");
         }
         Ok(())
+    }
+
+    /// The store's transaction and the index's commit at once, on two threads: a bulk load's
+    /// store commit builds its indexes (a sort each) and checkpoints while the index writes its
+    /// last segment, which one after the other left a core idle at the end of a cold index.
+    /// Searches see the new index once both are committed. When the index committed and the
+    /// store did not, the index is ahead of the store's rows: every note of the change stays
+    /// marked as lagging, so the next scan puts them back in step.
+    fn commit_both(&mut self, pending: Vec<String>) -> KbResult<()> {
+        let (store, index) = (&mut *self.store, &mut *self.index);
+        let (stored, indexed) = std::thread::scope(|s| {
+            let committing = std::thread::Builder::new()
+                .name("stratum-index-commit".into())
+                .spawn_scoped(s, move || index.commit_unpublished());
+            let stored = store.commit_transaction();
+            let indexed = committing.ok().map(|thread| {
+                thread.join().unwrap_or_else(|_| {
+                    Err(pkm_index::IndexError::Io(std::io::Error::other(
+                        "the index commit panicked",
+                    )))
+                })
+            });
+            (stored, indexed)
+        });
+        // No thread to spare: the index's commit after the store's.
+        let indexed = match indexed {
+            Some(indexed) => indexed,
+            None if stored.is_ok() => self.index.commit_unpublished(),
+            None => Err(pkm_index::IndexError::Io(std::io::Error::other(
+                "the store did not commit",
+            ))),
+        };
+        match (stored, indexed) {
+            (Ok(()), indexed) => {
+                self.stored.extend(pending);
+                indexed.map_err(KbError::from)?;
+                self.index_dirty = false;
+                self.index.publish().map_err(KbError::from)
+            }
+            (Err(e), Ok(())) => {
+                self.index_dirty = false;
+                self.stored.extend(pending);
+                self.stored.extend(self.new_marks.iter().cloned());
+                Err(e.into())
+            }
+            (Err(e), Err(_)) => Err(e.into()),
+        }
     }
 
     /// Undoes what the change has not committed, and the marks of the notes whose store rows

@@ -511,12 +511,40 @@ impl StoreWriter {
                 "no write transaction is open".to_owned(),
             ));
         }
-        if let Some(bulk) = self.bulk.take() {
-            for sql in &bulk.indexes {
-                if let Err(e) = self.conn.execute_batch(sql) {
-                    self.rollback_transaction()?;
-                    return Err(e.into());
+        if let Some(Bulk { indexes, held }) = self.bulk.take() {
+            drop(held);
+            // The index builds sort through a temporary file, not memory: the block ids alone are
+            // ~100 MB of sort runs at 100k notes, which `temp_store = MEMORY` (every connection's
+            // setting, for the readers' small sorts) kept in the heap; the file also took less
+            // CPU (10k notes: 0.18 s against 0.27 s for `blocks_id`). Where no temporary file can
+            // be made (no writable temp folder), a build that failed is done again in memory.
+            let mut to_file = self.conn.pragma_update(None, "temp_store", "FILE").is_ok();
+            let mut built = Ok(());
+            for sql in &indexes {
+                built = self.conn.execute_batch(sql);
+                if built.is_err()
+                    && to_file
+                    && !self.conn.is_autocommit()
+                    && self
+                        .conn
+                        .pragma_update(None, "temp_store", "MEMORY")
+                        .is_ok()
+                {
+                    to_file = false;
+                    built = self.conn.execute_batch(sql);
                 }
+                if built.is_err() {
+                    break;
+                }
+            }
+            if to_file {
+                // Best effort: a writer left sorting through files sorts right all the same, and
+                // an error here must not leave the transaction open.
+                let _ = self.conn.pragma_update(None, "temp_store", "MEMORY");
+            }
+            if let Err(e) = built {
+                self.rollback_transaction()?;
+                return Err(e.into());
             }
             self.conn
                 .pragma_update(None, "cache_size", WRITER_CACHE_KIB)?;

@@ -593,7 +593,20 @@ impl IndexWriter {
 
     /// Makes every prior write durable and visible to the next search.
     pub fn commit(&mut self) -> Result<(), IndexError> {
+        self.commit_unpublished()?;
+        self.publish()
+    }
+
+    /// [`IndexWriter::commit`] in two steps: the writes made durable here, shown to searches by
+    /// [`IndexWriter::publish`]. For a commit that runs beside the store's (a bulk load), so that
+    /// searches see the new index only once the store's rows are committed too.
+    pub fn commit_unpublished(&mut self) -> Result<(), IndexError> {
         self.writer.commit()?;
+        Ok(())
+    }
+
+    /// Shows the last commit to the next search.
+    pub fn publish(&mut self) -> Result<(), IndexError> {
         // The one writer reloads: commit + reload cannot interleave with another commit, so the
         // searchers never go back to an older generation.
         self.reader.reload()?;

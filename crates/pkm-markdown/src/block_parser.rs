@@ -155,6 +155,23 @@ pub fn parse_page(text: &str, file_stem: &str) -> ParsedPage {
 /// note's path ([`Dialect::page_name`]). Never fails: invalid frontmatter is reported in
 /// `frontmatter_error`.
 pub fn parse_page_as(text: &str, name: &str, dialect: &Dialect) -> ParsedPage {
+    parse_page_with_tags(
+        text,
+        name,
+        dialect,
+        &inline_tags::extract_inline_tags_as(text, dialect),
+    )
+}
+
+/// [`parse_page_as`] for a reader that has the note's inline tags already, as
+/// [`crate::tags::extract_inline_tags_as`] gives them (a vault scan, which takes them with the
+/// links from `crate::linker::links_and_tags_as`): they are not looked for again.
+pub fn parse_page_with_tags(
+    text: &str,
+    name: &str,
+    dialect: &Dialect,
+    inline_tags: &[(String, usize)],
+) -> ParsedPage {
     let span = frontmatter::locate(text);
     let mut page = ParsedPage {
         body_start: frontmatter::body_start_with(text, span.as_ref()),
@@ -222,11 +239,7 @@ pub fn parse_page_as(text: &str, name: &str, dialect: &Dialect) -> ParsedPage {
     }
     dedup_ci(&mut page_tags);
     let mut all_tags = page_tags.clone();
-    all_tags.extend(
-        inline_tags::extract_inline_tags_as(text, dialect)
-            .into_iter()
-            .map(|(t, _)| t),
-    );
+    all_tags.extend(inline_tags.iter().map(|(t, _)| t.clone()));
     dedup_ci(&mut all_tags);
     page.page_tags = page_tags;
     page.tags = all_tags;

@@ -1,10 +1,11 @@
 //! Inline tags: `#tag` and `#[[multi word]]` in a note's body, outside code, HTML, links and
 //! URLs, with where each one stands in the text.
 
+use std::cell::OnceCell;
 use std::ops::Range;
 
 use crate::dialect::Dialect;
-use crate::regions::{self, WikiPrefix};
+use crate::regions::{self, Regions, WikiPrefix};
 
 /// A tag found in the body, with the span of its source (`#tag` or `#[[multi word]]`).
 pub(crate) struct InlineTag {
@@ -23,7 +24,17 @@ pub fn extract_inline_tags(text: &str) -> Vec<(String, usize)> {
 
 /// [`extract_inline_tags`] in a vault kept in `dialect` (Obsidian's `%%comments%%` hold none).
 pub fn extract_inline_tags_as(text: &str, dialect: &Dialect) -> Vec<(String, usize)> {
-    inline_tags_of(text, dialect)
+    extract_inline_tags_in(text, dialect, &OnceCell::new())
+}
+
+/// [`extract_inline_tags_as`] with the text's regions found at most once between it and other
+/// readers of the same text (`crate::linker::links_and_tags_as`).
+pub(crate) fn extract_inline_tags_in(
+    text: &str,
+    dialect: &Dialect,
+    regions: &OnceCell<Regions>,
+) -> Vec<(String, usize)> {
+    inline_tags_in(text, dialect, regions)
         .into_iter()
         .map(|t| (t.tag, t.span.start))
         .collect()
@@ -39,10 +50,15 @@ pub(crate) fn inline_tags(text: &str) -> Vec<InlineTag> {
 }
 
 pub(crate) fn inline_tags_of(text: &str, dialect: &Dialect) -> Vec<InlineTag> {
+    inline_tags_in(text, dialect, &OnceCell::new())
+}
+
+/// [`inline_tags_of`], taking the text's regions from `regions` (found there if not yet).
+fn inline_tags_in(text: &str, dialect: &Dialect, regions: &OnceCell<Regions>) -> Vec<InlineTag> {
     if !text.contains('#') {
         return Vec::new();
     }
-    let s = regions::find(text, dialect);
+    let s = regions.get_or_init(|| regions::find(text, dialect));
     let mut code_and_fm = s.code.clone();
     code_and_fm.push(0..s.body_start);
     let code_and_fm = regions::merge(code_and_fm);

@@ -2,8 +2,10 @@
 //! relative markdown links to `.md` files. Nothing is reported from code spans, code blocks, HTML
 //! (comments included) or URLs. `#[[tag]]` is a tag, not a link (see [`crate::tags`]).
 
+use std::cell::OnceCell;
+
 use crate::dialect::{Dialect, percent_decode};
-use crate::regions::{self, WikiPrefix};
+use crate::regions::{self, Regions, WikiPrefix};
 
 /// How a link was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -45,11 +47,32 @@ pub fn extract_links(text: &str) -> Vec<Link> {
 /// [`extract_links`] in a vault kept in `dialect`: in Logseq every `#tag` and `#[[tag]]` is a
 /// link to the page of that name; in Obsidian nothing in a `%%comment%%` is a link.
 pub fn extract_links_as(text: &str, dialect: &Dialect) -> Vec<Link> {
+    links_in(text, dialect, &OnceCell::new(), None)
+}
+
+/// [`extract_links_as`] and [`crate::tags::extract_inline_tags_as`] of one text, with the regions
+/// both skip (a pulldown-cmark pass over the note) found once instead of once each: what a vault
+/// scan reads of every note. The same two lists the two functions give.
+pub fn links_and_tags_as(text: &str, dialect: &Dialect) -> (Vec<Link>, Vec<(String, usize)>) {
+    let regions = OnceCell::new();
+    let tags = crate::inline_tags::extract_inline_tags_in(text, dialect, &regions);
+    let links = links_in(text, dialect, &regions, Some(&tags));
+    (links, tags)
+}
+
+/// [`extract_links_as`], taking the text's regions from `regions` (found there if not yet) and,
+/// when given, its inline tags (those of [`crate::tags::extract_inline_tags_as`]).
+fn links_in(
+    text: &str,
+    dialect: &Dialect,
+    regions: &OnceCell<Regions>,
+    tags: Option<&[(String, usize)]>,
+) -> Vec<Link> {
     let tags_are_links = dialect.tags_are_links() && text.contains('#');
     if !text.contains('[') && !text.contains("((") && !tags_are_links {
         return Vec::new();
     }
-    let s = regions::find(text, dialect);
+    let s = regions.get_or_init(|| regions::find(text, dialect));
     let allowed = regions::gaps(&s.code, text.len());
     // A wiki link may hold a code span (`[[T|`x`]]`), but none starts inside code.
     let wikis: Vec<regions::Wiki> = regions::wikilinks(text, &regions::gaps(&s.blocks, text.len()))
@@ -62,18 +85,18 @@ pub fn extract_links_as(text: &str, dialect: &Dialect) -> Vec<Link> {
     let wiki_ranges = regions::merge(wikis.iter().map(|w| w.range.clone()).collect());
     let mut out = block_refs(text, &allowed);
     if tags_are_links {
-        out.extend(
-            crate::tags::extract_inline_tags_as(text, dialect)
-                .into_iter()
-                .map(|(tag, position)| Link {
-                    target: tag,
-                    alias: None,
-                    heading: None,
-                    block_ref: None,
-                    kind: LinkKind::Wiki,
-                    position,
-                }),
-        );
+        let tags = match tags {
+            Some(tags) => tags.to_vec(),
+            None => crate::inline_tags::extract_inline_tags_in(text, dialect, regions),
+        };
+        out.extend(tags.into_iter().map(|(tag, position)| Link {
+            target: tag,
+            alias: None,
+            heading: None,
+            block_ref: None,
+            kind: LinkKind::Wiki,
+            position,
+        }));
     }
     for w in &wikis {
         let kind = match w.prefix {

@@ -274,6 +274,26 @@ proptest! {
         }
     }
 
+    /// A vault scan takes a note's links and inline tags in one pass, and its page from those
+    /// tags: what it stores must be what the functions a tool calls on the note one by one give,
+    /// in every dialect.
+    #[test]
+    fn one_pass_links_and_tags_are_the_separate_ones(text in markdownish()) {
+        for dialect in [
+            pkm_markdown::Dialect::default(),
+            pkm_markdown::Dialect::of(pkm_markdown::Flavor::Obsidian),
+            pkm_markdown::Dialect::logseq(""),
+        ] {
+            let (links, tags) = pkm_markdown::linker::links_and_tags_as(&text, &dialect);
+            prop_assert_eq!(&links, &pkm_markdown::linker::extract_links_as(&text, &dialect));
+            prop_assert_eq!(&tags, &pkm_markdown::tags::extract_inline_tags_as(&text, &dialect));
+            prop_assert_eq!(
+                pkm_markdown::block_parser::parse_page_with_tags(&text, "s", &dialect, &tags),
+                pkm_markdown::block_parser::parse_page_as(&text, "s", &dialect)
+            );
+        }
+    }
+
     #[test]
     fn tag_edits_do_what_they_say(text in markdownish()) {
         if let Ok(Some(out)) = pkm_markdown::tags::add_tag(&text, "proj") {
