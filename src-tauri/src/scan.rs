@@ -401,13 +401,23 @@ fn update(
         ..Default::default()
     };
     let read_paths: Vec<&str> = read.iter().map(|f| f.path.as_str()).collect();
-    let mut change = writer.change(&read_paths)?;
-    if scope.mode == ScanMode::Rebuild {
-        change.clear_index()?;
-    }
-    if scope.bulk {
+    let mut change = if scope.bulk {
+        let mut change = writer.change(&read_paths)?;
         // A bulk load when at least half the store is written (a rebuild, a new vault).
         change.in_one_transaction(read.len() * 2 >= scope.known.len())?;
+        change
+    } else {
+        // The marks, the rows and the removals in one store transaction, committed before the
+        // index (`Change::finish`): a crash before that commit leaves files that differ from
+        // their rows, which the next scan finds by itself. One transaction instead of three for
+        // the watcher's note.
+        let mut change = writer.change(&[])?;
+        change.in_one_transaction(false)?;
+        change.mark(&read_paths)?;
+        change
+    };
+    if scope.mode == ScanMode::Rebuild {
+        change.clear_index()?;
     }
     let mut milestones = Milestones::start(scope.what, read.len());
     report.updated = write_files(

@@ -68,7 +68,8 @@ enum Change {
 
 type AnyWatcher = Box<dyn Watcher + Send>;
 
-fn start(root: &Path, tx: &Sender<Msg>, mode: WatchMode) -> notify::Result<AnyWatcher> {
+/// A watcher of the vault's notes, as `mode` says (see [`watch_tree`]).
+fn start(app: &App, tx: &Sender<Msg>, mode: WatchMode) -> notify::Result<AnyWatcher> {
     let tx = tx.clone();
     let handler = move |ev| {
         let _ = tx.send(Msg::Event(ev));
@@ -83,8 +84,58 @@ fn start(root: &Path, tx: &Sender<Msg>, mode: WatchMode) -> notify::Result<AnyWa
         )?),
         _ => Box::new(notify::RecommendedWatcher::new(handler, config)?),
     };
-    w.watch(root, RecursiveMode::Recursive)?;
+    watch_tree(app, &mut w)?;
     Ok(w)
+}
+
+/// Watches the vault's own folder by itself (the notes in it, and the folders made, moved or
+/// removed there) and each of its folders with everything under it, except the folders whose
+/// events [`ignored`] drops anyway: dot-folders and the app's folder. Above all the server's
+/// own `.pkm/`, whose store and index files change at every write: watched with the rest of the
+/// vault, each write woke the watcher some seventy times for them (every append to the store's
+/// WAL, every index segment file made and removed), a quarter of a write's CPU spent on the
+/// cores the write itself needs.
+fn watch_tree(app: &App, w: &mut AnyWatcher) -> notify::Result<()> {
+    let root = app.vault().root();
+    w.watch(root, RecursiveMode::NonRecursive)?;
+    let mut folders = Vec::new();
+    app.root.list(|rel| {
+        folders.push(root.join(rel));
+        false
+    });
+    for folder in folders {
+        watch_folder(app, w, &folder)?;
+    }
+    Ok(())
+}
+
+/// Watches `path`, a folder in the vault's own folder, with everything under it, unless
+/// [`ignored`]. A folder gone meanwhile is no error (its removal is an event of the vault's
+/// folder).
+fn watch_folder(app: &App, w: &mut AnyWatcher, path: &Path) -> notify::Result<()> {
+    if ignored(app, path) {
+        return Ok(());
+    }
+    match w.watch(path, RecursiveMode::Recursive) {
+        Err(e)
+            if matches!(&e.kind, notify::ErrorKind::PathNotFound)
+                || matches!(&e.kind, notify::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound) =>
+        {
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+/// Whether `path` is a folder in the vault's own folder (not a symlink to one): the watcher
+/// watches it from when it appears there (made, or moved in).
+fn new_top_folder(app: &App, path: &Path) -> bool {
+    path.parent() == Some(app.vault().root())
+        && path.file_name().is_some_and(|name| {
+            app.root
+                .facts(&name.to_string_lossy())
+                .is_ok_and(|f| f.kind == crate::beneath::Kind::Dir)
+        })
 }
 
 /// Starts watching the vault of `app` with OS events (polling if they cannot be had).
@@ -101,13 +152,12 @@ pub fn watch(app: &Arc<App>) -> KbResult<VaultWatcher> {
 /// Starts watching the vault of `app` as `mode` says; `None` for [`WatchMode::Off`].
 pub fn watch_with(app: &Arc<App>, mode: WatchMode) -> KbResult<Option<VaultWatcher>> {
     let (tx, rx) = channel::<Msg>();
-    let root = app.vault().root().to_path_buf();
     let watcher = match mode {
         WatchMode::Off => return Ok(None),
-        WatchMode::Poll(_) => start(&root, &tx, mode),
-        WatchMode::Auto { poll } => start(&root, &tx, mode).or_else(|e| {
+        WatchMode::Poll(_) => start(app, &tx, mode),
+        WatchMode::Auto { poll } => start(app, &tx, mode).or_else(|e| {
             tracing::warn!(error = %e, "file events unavailable; polling the vault every {}s instead", poll.as_secs_f64());
-            start(&root, &tx, WatchMode::Poll(poll))
+            start(app, &tx, WatchMode::Poll(poll))
         }),
     }
     .map_err(|e| {
@@ -160,6 +210,8 @@ fn classify(app: &App, path: &Path, kind: &EventKind) -> Option<Change> {
 struct Burst {
     notes: HashSet<VaultPath>,
     rescan: bool,
+    /// Folders that appeared in the vault's own folder: watched before the rescan they cause.
+    new_folders: Vec<std::path::PathBuf>,
     /// When the watcher took the burst's first event.
     first_seen: Instant,
     /// When the burst was complete (its quiet period over) and handed to the writer.
@@ -192,6 +244,7 @@ fn run(
         let mut burst = Burst {
             notes: HashSet::new(),
             rescan: false,
+            new_folders: Vec::new(),
             first_seen: now,
             handed: now,
         };
@@ -207,6 +260,11 @@ fn run(
                         burst.rescan = true;
                     }
                     for p in &ev.paths {
+                        if !matches!(ev.kind, EventKind::Access(_) | EventKind::Remove(_))
+                            && new_top_folder(app, p)
+                        {
+                            burst.new_folders.push(p.clone());
+                        }
                         match classify(app, p, &ev.kind) {
                             Some(Change::Note(n)) => burst.add(app, n),
                             Some(Change::Rescan) => burst.rescan = true,
@@ -244,12 +302,24 @@ fn run(
                 Err(RecvTimeoutError::Disconnected) => return,
             }
         }
+        // Before the rescan is queued: a note written in a new folder before its watch began is
+        // found by the rescan, and one written after by the watch.
+        for folder in std::mem::take(&mut burst.new_folders) {
+            if let Err(e) = watch_folder(app, &mut _watcher, &folder) {
+                if matches!(e.kind, notify::ErrorKind::MaxFilesWatch) {
+                    out_of_watches = true;
+                } else {
+                    tracing::warn!(error = %e, "cannot watch a new folder; rescanning the vault");
+                }
+                burst.rescan = true;
+            }
+        }
         if out_of_watches && !polling {
             let poll = match mode {
                 WatchMode::Auto { poll } | WatchMode::Poll(poll) => poll,
                 WatchMode::Off => DEFAULT_POLL_INTERVAL,
             };
-            match start(app.vault().root(), tx, WatchMode::Poll(poll)) {
+            match start(app, tx, WatchMode::Poll(poll)) {
                 Ok(w) => {
                     tracing::warn!(
                         "the OS's file-watch limit is reached (raise fs.inotify.max_user_watches); polling the vault every {}s instead",

@@ -324,9 +324,10 @@ impl App {
                     .with_hint("Fix the YAML between the --- fences, or remove them."),
             );
         }
-        // Marked before anything changes, cleared after the index commit: a crash in
-        // between leaves the note lagging, and the next scan re-indexes it.
-        let mut change = writer.change(&[path.as_str()])?;
+        // Marked as lagging with its store rows (`Change::save_marked`), cleared after the index
+        // commit: a crash before the store commit leaves the file newer than its row, and one
+        // after leaves the note lagging; either way the next scan re-indexes it.
+        let mut change = writer.change(&[])?;
         // Recorded before the file changes, so the watcher knows the rename's event as
         // our echo however soon it arrives.
         self.record_own_save(path, Some(&prepared.record.hash));
@@ -346,7 +347,7 @@ impl App {
         let saved = self
             .step(Step::StoreTransaction)
             .map_err(|e| KbError::external(&format!("store transaction: {e}")))
-            .and_then(|_| change.save(&[&prepared]));
+            .and_then(|_| change.save_marked(&[&prepared]));
         let ids = match saved.map(|mut ids| ids.pop().unwrap_or_default()) {
             Ok(ids) => ids,
             Err(e) => {

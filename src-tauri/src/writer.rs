@@ -162,6 +162,24 @@ impl Change<'_> {
         Ok(ids)
     }
 
+    /// Steps 1 and 2a in one store transaction, for pages whose files are already written (the
+    /// write path): the pages marked as lagging the index and their rows saved, committed
+    /// together; returns each page's block ids. Until the commit the store holds the pages as
+    /// they were, so a crash before it leaves files that differ from their rows, which the next
+    /// scan finds by itself (mtime, size, hash); from the commit on, the marks are there with the
+    /// rows. One transaction instead of two: a mark of its own was the write path's third.
+    pub(crate) fn save_marked(&mut self, pages: &[&Prepared]) -> KbResult<Vec<Vec<String>>> {
+        self.in_one_transaction(false)?;
+        let paths: Vec<&str> = pages.iter().map(|p| p.record.path.as_str()).collect();
+        self.mark(&paths)?;
+        let ids = self.save(pages)?;
+        if let Some(pending) = self.in_transaction.take() {
+            self.store.commit_transaction().map_err(KbError::from)?;
+            self.stored.extend(pending);
+        }
+        Ok(ids)
+    }
+
     /// Step 2a for pages of which some moved (`Some(old path)`): their store rows in one
     /// transaction, a moved page keeping the block ids it had at its old path, whose rows go
     /// (their index docs go with [`Change::unindex`]); returns each page's block ids. Both paths

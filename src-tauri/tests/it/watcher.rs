@@ -101,3 +101,50 @@ fn an_edit_right_after_our_own_save_is_not_taken_for_it() {
     }
     assert_eq!(hits(&app, "wombat"), 1);
 }
+
+#[test]
+fn notes_in_every_folder_are_watched_however_it_came() {
+    let outside = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // There before the watcher: a folder with one inside it.
+    std::fs::create_dir_all(dir.path().join("old/deep")).unwrap();
+    let app = open(dir.path());
+    let _w = watcher::watch(&app).unwrap();
+
+    std::fs::write(dir.path().join("old/deep/a.md"), "- deep quokka").unwrap();
+    eventually("a note deep in a folder that was there", || {
+        hits(&app, "quokka") == 1
+    });
+    // A folder made inside a watched one, and a note in it at once.
+    std::fs::create_dir(dir.path().join("old/deep/newer")).unwrap();
+    std::fs::write(dir.path().join("old/deep/newer/b.md"), "- newer tapir").unwrap();
+    eventually("a note in a folder made inside a watched one", || {
+        hits(&app, "tapir") == 1
+    });
+    // A folder with notes moved in from outside the vault: its notes, then a later edit in it.
+    std::fs::create_dir_all(outside.path().join("moved/in")).unwrap();
+    std::fs::write(outside.path().join("moved/in/c.md"), "- moved gecko").unwrap();
+    std::fs::rename(outside.path().join("moved"), dir.path().join("moved")).unwrap();
+    eventually("the notes of a folder moved in", || {
+        hits(&app, "gecko") == 1
+    });
+    std::fs::write(dir.path().join("moved/in/c.md"), "- moved ibex").unwrap();
+    eventually("an edit in a folder moved in", || {
+        hits(&app, "ibex") == 1 && hits(&app, "gecko") == 0
+    });
+    // The folder renamed within the vault: an edit under its new name.
+    std::fs::rename(dir.path().join("moved"), dir.path().join("renamed")).unwrap();
+    std::fs::write(dir.path().join("renamed/in/c.md"), "- renamed civet").unwrap();
+    eventually("an edit in a renamed folder", || {
+        search::search_blocks(&app, "civet", 10, 0)
+            .unwrap()
+            .results
+            .iter()
+            .map(|h| h.page_path.clone())
+            .collect::<Vec<_>>()
+            == vec!["renamed/in/c.md"]
+    });
+    eventually("fresh once applied", || {
+        search::index_status(&app).unwrap().index_fresh
+    });
+}

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers fail loudly by design
 
 use std::path::Path;
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -356,4 +357,96 @@ fn a_note_with_the_longest_name_a_file_may_have_is_saved_and_read_back() {
         );
     }
     assert_eq!(temp_files(dir.path()), Vec::<String>::new());
+}
+
+/// The env var that makes the crash test's binary a child that aborts at a step of a save:
+/// `<vault>\n<step>`.
+const SAVE_CRASH_CHILD: &str = "STRATUM_SAVE_CRASH_CHILD";
+const SAVE_ABORTING: &str = "save crash child: aborting at step";
+const SAVE_CRASH_TEST: &str =
+    "write_path::a_process_killed_at_any_step_of_a_save_is_found_as_the_file_says_once_reopened";
+
+/// In the child: save a new version of the note, aborting the process (no unwinding, no
+/// destructor: as a kill) when the save reaches step `k`.
+fn save_crash_child(spec: &str) {
+    let (root, k) = spec.split_once('\n').unwrap();
+    let k: usize = k.parse().unwrap();
+    let app = open(Path::new(root), AppConfig::default());
+    let seen = Arc::new(AtomicUsize::new(0));
+    app.set_fault_injector(Some(Arc::new(move |step: Step| {
+        if seen.fetch_add(1, Ordering::SeqCst) == k {
+            eprintln!("{SAVE_ABORTING} {k} ({step:?})");
+            std::process::abort();
+        }
+        Ok(())
+    })));
+    let p = VaultPath::parse(app.vault(), "notes/n.md").unwrap();
+    page::save_page(&app, &p, "- after flamingo", None).unwrap();
+}
+
+/// Killed at any step of a save (the file written, the store transaction that marks the note as
+/// lagging with its rows, the index commit), the vault once reopened answers as its file says:
+/// the store and the index hold the note the file holds, and the index is fresh.
+#[test]
+fn a_process_killed_at_any_step_of_a_save_is_found_as_the_file_says_once_reopened() {
+    if let Ok(spec) = std::env::var(SAVE_CRASH_CHILD) {
+        save_crash_child(&spec);
+        return;
+    }
+    let mut outcomes = Vec::new();
+    for k in 0.. {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let app = open(dir.path(), AppConfig::default());
+            let p = VaultPath::parse(app.vault(), "notes/n.md").unwrap();
+            page::save_page(&app, &p, "- before pelican", None).unwrap();
+        }
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args([
+                SAVE_CRASH_TEST,
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(SAVE_CRASH_CHILD, format!("{}\n{k}", dir.path().display()))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let aborted = stderr.contains(&format!("{SAVE_ABORTING} {k} "));
+        assert!(
+            aborted != out.status.success(),
+            "child {k}: {:?}\n{stderr}",
+            out.status
+        );
+
+        let app = open(dir.path(), AppConfig::default());
+        let on_disk = std::fs::read_to_string(dir.path().join("notes/n.md")).unwrap();
+        let (now, then) = if on_disk.contains("flamingo") {
+            ("flamingo", "pelican")
+        } else {
+            assert_eq!(on_disk, "- before pelican", "k={k}");
+            ("pelican", "flamingo")
+        };
+        assert!(search::index_status(&app).unwrap().index_fresh, "k={k}");
+        assert_eq!(
+            search::search_blocks(&app, now, 5, 0).unwrap().total,
+            1,
+            "k={k}"
+        );
+        assert_eq!(
+            search::search_blocks(&app, then, 5, 0).unwrap().total,
+            0,
+            "k={k}"
+        );
+        let p = VaultPath::parse(app.vault(), "notes/n.md").unwrap();
+        assert_eq!(page::open_page(&app, &p).unwrap().content, on_disk, "k={k}");
+        assert!(integrity_ok(dir.path()), "k={k}");
+        outcomes.push(now);
+        if !aborted {
+            break; // the save ran to its end without reaching step k: every step was tried
+        }
+    }
+    // Killed before the rename, the note is as before; from the rename on, as after.
+    assert!(outcomes.len() > 5, "{outcomes:?}");
+    assert_eq!(outcomes.last(), Some(&"flamingo"));
 }
