@@ -5,6 +5,7 @@
 
 use std::fs::File;
 use std::io::Write;
+use std::time::{Duration, Instant};
 
 use pkm_core::{KbError, KbResult, Vault};
 
@@ -29,14 +30,29 @@ fn open_lock_file(vault: &Vault) -> KbResult<File> {
 
 impl VaultLock {
     /// Takes the lead if no other process holds it; `None` when one does.
+    ///
+    /// A lock this process let go can still be held for a moment by a child it is spawning (a
+    /// hook, say): the child holds a copy of the descriptor from fork until exec closes it. So
+    /// when the file names this process as the holder, the lock is tried again for a while
+    /// before the answer is `None`.
     pub fn try_acquire(vault: &Vault) -> KbResult<Option<VaultLock>> {
+        const OWN_SPAWN_WAIT: Duration = Duration::from_secs(2);
         let file = open_lock_file(vault)?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(VaultLock::holding(file))),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => {
-                tracing::error!(error = %e, "cannot lock the vault");
-                Err(KbError::external("locking .pkm/write.lock"))
+        let since = Instant::now();
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(Some(VaultLock::holding(file))),
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    let ours = Self::holder(vault) == Some(std::process::id());
+                    if !ours || since.elapsed() >= OWN_SPAWN_WAIT {
+                        return Ok(None);
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    tracing::error!(error = %e, "cannot lock the vault");
+                    return Err(KbError::external("locking .pkm/write.lock"));
+                }
             }
         }
     }
@@ -52,7 +68,7 @@ impl VaultLock {
     }
 
     fn holding(file: File) -> VaultLock {
-        // The pid is for people reading the file; nothing depends on it.
+        // The pid is for people reading the file, and for `try_acquire` to tell its own.
         let mut f = &file;
         let _ = file.set_len(0);
         let _ = writeln!(f, "{}", std::process::id());
