@@ -407,10 +407,11 @@ fn update(
         change.in_one_transaction(read.len() * 2 >= scope.known.len())?;
         change
     } else {
-        // The marks, the rows and the removals in one store transaction, committed before the
-        // index (`Change::finish`): a crash before that commit leaves files that differ from
-        // their rows, which the next scan finds by itself. One transaction instead of three for
-        // the watcher's note.
+        // The marks, the rows and the removals in one store transaction, committed with the
+        // index (`Change::finish`): a crash before the store's commit leaves files that differ
+        // from their rows (or rows without a file), which the next scan finds by itself,
+        // whether or not the index committed. One transaction instead of three for the
+        // watcher's note.
         let mut change = writer.change(&[])?;
         change.in_one_transaction(false)?;
         change.mark(&read_paths)?;
