@@ -407,15 +407,6 @@ def bench_stdio(a, res, paths, queries):
             lat = [timed(lambda p=p: c.call(*args(p))) for p in sample]
             res[tool] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99)}
             log(f"{tool} p50 {res[tool]['p50']} ms")
-        # Extensions (ADR-0017): whole-vault listings; an older baseline binary has neither tool.
-        if not a.baseline:
-            for tool, name in (("recent_changes", "kb_recent_changes"), ("list_tags", "kb_list_tags")):
-                lat = [timed(lambda name=name: c.call(name, {})) for _ in range(n)]
-                res[tool] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99)}
-                log(f"{tool} p50 {res[tool]['p50']} ms")
-            bench_inside_notes(c, res, sample, paths, a.vault)
-            bench_move(c, res, a.quick)
-
         nw = 20 if a.quick else 100
         body = "---\ntitle: Bench\ntags: [bench]\n---\n# Bench\n\n- TODO write benchmark note [[%s]]\n" % paths[0][:-3]
         lat = [timed(lambda i=i: c.call("kb_write_page", {"path": f"bench-writes/w{i:05d}.md", "content": body + f"\nnote {i}\n"}))
@@ -437,6 +428,17 @@ def bench_stdio(a, res, paths, queries):
         res["rss_file_mb"] = round(proc_status_kb(pid, "RssFile") / 1024.0, 1)
         log(f"peak RSS {res['peak_rss_mb']} MB; now {res['rss_anon_mb']} MB anonymous + {res['rss_file_mb']} MB mapped files")
 
+        # Extensions (ADR-0017): whole-vault listings, edits and moves, after the rows above so
+        # that those are taken on the same vault and history as an older baseline binary's, which
+        # has none of these tools (kb_move_page alone writes some 5,000 notes).
+        if not a.baseline:
+            for tool, name in (("recent_changes", "kb_recent_changes"), ("list_tags", "kb_list_tags")):
+                lat = [timed(lambda name=name: c.call(name, {})) for _ in range(n)]
+                res[tool] = {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99)}
+                log(f"{tool} p50 {res[tool]['p50']} ms")
+            bench_inside_notes(c, res, sample, paths, a.vault)
+            bench_move(c, res, a.quick)
+
         # The watcher and a follower, against this server as the leader (after the figures above,
         # so that they stay comparable with runs from before the watcher).
         if not a.baseline:
@@ -445,11 +447,18 @@ def bench_stdio(a, res, paths, queries):
             bench_follower(a, res, c, queries)
     finally:
         c.close()
-    shutil.rmtree(os.path.join(a.vault, "bench-writes"), ignore_errors=True)
-    shutil.rmtree(os.path.join(a.vault, EXTERNAL_DIR), ignore_errors=True)
+    remove_bench_notes(a.vault)
+
+
+def remove_bench_notes(vault):
+    """Removes the folders of notes the bench writes, so that a vault measured again (bench.sh
+    keeps its generated vaults) holds only its generated notes."""
+    for d in BENCH_DIRS:
+        shutil.rmtree(os.path.join(vault, d), ignore_errors=True)
 
 
 EXTERNAL_DIR = "bench-external"
+BENCH_DIRS = ("bench-writes", EXTERNAL_DIR, "bench-move", "bench-folder", "bench-folder-moved")
 
 
 def unique_word(rng, tag):
@@ -864,6 +873,7 @@ def main():
     a.vault = os.path.abspath(a.vault)
     if a.cold_baseline:
         a.cold_baseline = os.path.abspath(a.cold_baseline)
+    remove_bench_notes(a.vault)  # left by a run that was stopped
     with open(os.path.join(a.vault, "queries.txt"), encoding="utf-8") as f:
         queries = [q.strip() for q in f if q.strip()]
     paths = note_paths(a.vault)

@@ -33,6 +33,7 @@ use tantivy::{
     SegmentOrdinal, SegmentReader, TERMINATED, Term,
 };
 
+use crate::directory::IndexDirectory;
 use crate::embed::{self, Embedder, Model, NOTE_TOKENS, QueryVector};
 use crate::error::IndexError;
 use crate::query::{
@@ -53,6 +54,9 @@ pub const SCHEMA_VERSION: &str = "pkm-index/7";
 /// File in the index directory holding [`SCHEMA_VERSION`] and the search language. Tantivy's garbage collector only
 /// deletes files it created itself, so it leaves this one alone.
 const VERSION_FILE: &str = "pkm-schema-version";
+
+/// The size under which segments are all in one layer of the merge policy ([`merge_policy`]).
+const MERGE_MIN_LAYER_DOCS: u32 = 1_000;
 
 /// Writer memory budget. Measured on a 10k-note rebuild (2 cores): 30 MB flushes 4 segments while
 /// the store is still being written, 2.9 s; 120 MB leaves one large flush for the end, 3.4 s.
@@ -364,7 +368,8 @@ impl IndexEngine {
             }
             Err(err) => return Err(IndexError::Io(err)),
         }
-        let index = Index::open_in_dir(dir).map_err(unreadable)?;
+        let index =
+            Index::open(IndexDirectory::open(dir).map_err(unreadable)?).map_err(unreadable)?;
         if index.schema() != build_schema() {
             return Err(IndexError::SchemaMismatch);
         }
@@ -393,7 +398,7 @@ impl IndexEngine {
         let index = Index::builder()
             .schema(build_schema())
             .tokenizers(tokenizers(language))
-            .create_in_dir(dir)?;
+            .open_or_create(IndexDirectory::open(dir)?)?;
         // Written after the index: a crash in between leaves an index without a version, which
         // the next open reports as a mismatch and the caller rebuilds.
         fs::write(
@@ -417,6 +422,7 @@ impl IndexEngine {
             .num_merge_threads(1)
             .build();
         let writer = index.writer_with_options(options).map_err(unreadable)?;
+        writer.set_merge_policy(Box::new(merge_policy()));
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -1689,6 +1695,19 @@ fn by_page_path<T, C: FromIterator<(String, T)>>(
             matches!(column.ord_to_str(ord, &mut path), Ok(true)).then_some((path, item))
         })
         .collect()
+}
+
+/// Tantivy's log merge policy, with every segment under [`MERGE_MIN_LAYER_DOCS`] in the lowest
+/// layer instead of every one under 10,000 docs. Each write commits a segment of one note (a doc
+/// per block and one for the note); with Tantivy's default, a segment merged from them stays in
+/// the lowest layer until it holds 10,000 docs, so it is merged again with every eight commits
+/// and a long session's writes cost more and more merging (quadratic). With a small lowest
+/// layer, merged segments climb a layer each time they grow, so a doc is merged about once per
+/// layer (ADR-0022).
+fn merge_policy() -> tantivy::indexer::LogMergePolicy {
+    let mut policy = tantivy::indexer::LogMergePolicy::default();
+    policy.set_min_layer_size(MERGE_MIN_LAYER_DOCS);
+    policy
 }
 
 /// Whether `dir` holds anything besides our version file, i.e. something that is not an index we

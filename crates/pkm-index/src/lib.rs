@@ -6,6 +6,7 @@
 //! Architecture invariant: the user's query text never reaches Tantivy's query parser.
 
 pub mod autocomplete;
+mod directory;
 mod embed;
 mod engine;
 mod error;

@@ -848,6 +848,19 @@ fn unreadable_metadata_is_corrupt_and_recreate_fixes_it() {
     assert_recreate_fixes(&path);
 }
 
+/// The list of files Tantivy manages is replaced without a sync (ADR-0022): a machine crash can
+/// leave it empty or cut, and the index must then be reported for a rebuild, not fail otherwise.
+#[test]
+fn a_cut_managed_file_list_is_corrupt_and_recreate_fixes_it() {
+    for cut in ["", "[\"a.m"] {
+        let (_dir, path) = populated_dir();
+        std::fs::write(path.join(".managed.json"), cut).unwrap();
+        let err = IndexEngine::open(&path, SearchLanguage::ENGLISH).unwrap_err();
+        assert!(matches!(err, IndexError::Corrupt(_)), "{cut:?}: {err:?}");
+        assert_recreate_fixes(&path);
+    }
+}
+
 #[test]
 fn leftover_files_without_metadata_are_corrupt() {
     let (_dir, path) = populated_dir();

@@ -262,14 +262,10 @@ fn each_error_code_of_the_edit_tools() {
         "kb_write_page",
         json!({"path": "log.md", "content": "# Log\n## Done\na\n## Done\nb\n"}),
     );
-    let outline = s.ok("kb_get_outline", json!({"path": "log.md"}));
-    let paths: Vec<&str> = outline["headings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["section"].as_str().unwrap())
-        .collect();
-    assert_eq!(paths, ["Log", "Log#Done[1]", "Log#Done[2]"]);
+    assert_eq!(
+        outline_paths(&mut s, "log.md"),
+        ["Log", "Log#Done[1]", "Log#Done[2]"]
+    );
     s.ok(
         "kb_edit_page",
         json!({"path": "log.md", "edits": [{"op": "append", "section": "Log#Done[2]", "text": "c"}]}),
@@ -340,14 +336,7 @@ fn an_outline_note_gets_blocks_at_their_indentation() {
     std::fs::write(vault.join("pages/Plans.md"), text).unwrap();
     let mut s = Server::start(vault);
     wait_fresh(&mut s);
-    let outline = s.ok("kb_get_outline", json!({"path": "pages/Plans.md"}));
-    let paths: Vec<&str> = outline["headings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["section"].as_str().unwrap())
-        .collect();
-    assert_eq!(paths, ["Beds", "Tools"]);
+    assert_eq!(outline_paths(&mut s, "pages/Plans.md"), ["Beds", "Tools"]);
     let edited = s.ok(
         "kb_edit_page",
         json!({"path": "pages/Plans.md", "edits": [
@@ -402,4 +391,14 @@ fn a_follower_process_edit_is_forwarded_to_the_leader() {
         std::fs::read_to_string(v.join("n.md")).unwrap(),
         "# A\nx\n- a wombat line\n\n# B\ny\n"
     );
+}
+
+/// The section paths `kb_get_outline` gives for `path`, in document order.
+fn outline_paths(s: &mut Server, path: &str) -> Vec<String> {
+    s.ok("kb_get_outline", json!({ "path": path }))["headings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["section"].as_str().unwrap().to_owned())
+        .collect()
 }
