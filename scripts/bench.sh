@@ -169,6 +169,7 @@ rows = [
     ("HTTP kb_search, 1 client, calls/s", lambda r: f"{r['http_calls_per_s']['1']:.0f}"),
     ("HTTP kb_search, 8 clients, calls/s", lambda r: f"{r['http_calls_per_s']['8']:.0f}"),
     ("HTTP kb_search, 32 clients, calls/s", lambda r: f"{r['http_calls_per_s']['32']:.0f}"),
+    ("HTTP kb_search, meaning off, 1 / 8 clients, calls/s", lambda r: f"{r['http_calls_per_s_meaning_off']['1']:.0f} / {r['http_calls_per_s_meaning_off']['8']:.0f}"),
     ("HTTP kb_search, 32 clients, rate limits in memory / in Redis, calls/s (Redis ÷ memory)", lambda r: redis_ratio(r)),
 ]
 sizes = [size(r["notes"] // 1000 * 1000) + (" before" if r.get("baseline") else "") for r in rs]

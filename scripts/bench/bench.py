@@ -11,6 +11,7 @@ process on the same vault (a follower forwarding to the first) against the leade
 """
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -267,10 +268,10 @@ def search_latencies(c, queries, rounds):
     return {"n": len(lat), "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99)}
 
 
-def bench_meaning_off(a, res, queries):
-    """kb_search with the meaning signal off (`search_meaning: false`, ADR-0015), keyword queries and
-    ten-word questions, in a server of its own on the same index."""
-    config = os.path.join(a.vault, ".pkm", "config.json")
+@contextlib.contextmanager
+def meaning_off(vault):
+    """The vault's config with `search_meaning: false` (ADR-0015) while inside, then as it was."""
+    config = os.path.join(vault, ".pkm", "config.json")
     kept = None
     if os.path.exists(config):
         with open(config, encoding="utf-8") as f:
@@ -278,6 +279,19 @@ def bench_meaning_off(a, res, queries):
     with open(config, "w", encoding="utf-8") as f:
         json.dump({**(json.loads(kept) if kept else {}), "search_meaning": False}, f)
     try:
+        yield
+    finally:
+        if kept is None:
+            os.remove(config)
+        else:
+            with open(config, "w", encoding="utf-8") as f:
+                f.write(kept)
+
+
+def bench_meaning_off(a, res, queries):
+    """kb_search with the meaning signal off, keyword queries and ten-word questions, in a server
+    of its own on the same index."""
+    with meaning_off(a.vault):
         c = StdioClient(a.bin, a.vault)
         try:
             c.initialize()
@@ -289,12 +303,6 @@ def bench_meaning_off(a, res, queries):
                 f"ten-word questions p95 {res['search_question_meaning_off']['p95']} ms")
         finally:
             c.close()
-    finally:
-        if kept is None:
-            os.remove(config)
-        else:
-            with open(config, "w", encoding="utf-8") as f:
-                f.write(kept)
 
 
 def request_bytes(name, args):
@@ -834,6 +842,17 @@ def bench_http(a, res, queries):
             log(f"http x{n}: {res['http_calls_per_s'][str(n)]} calls/s")
     finally:
         stop(proc)
+    if not a.baseline:
+        # The same with the meaning signal off: a binary from before it is compared on this row.
+        res["http_calls_per_s_meaning_off"] = {}
+        with meaning_off(a.vault):
+            proc, port = start_http(a, token, queries)
+            try:
+                for n in (1, 8):
+                    res["http_calls_per_s_meaning_off"][str(n)] = http_load(a, port, token, queries, n, dur)
+                    log(f"http x{n}, meaning off: {res['http_calls_per_s_meaning_off'][str(n)]} calls/s")
+            finally:
+                stop(proc)
     if not a.redis:
         return
     # Rate limits in a fleet's Redis against in this process's memory (issue #17): 32 clients,
