@@ -283,7 +283,7 @@ pub(crate) struct Typos {
 /// One word's automaton, and the documents it matched so far, by segment and field.
 struct TypoMatches {
     automaton: DfaWrapper,
-    docs: Mutex<HashMap<(SegmentId, Field), BitSet>>,
+    docs: Mutex<HashMap<(SegmentId, Field), Arc<[DocId]>>>,
 }
 
 impl Typos {
@@ -321,11 +321,11 @@ impl Typos {
 }
 
 impl TypoMatches {
-    /// The documents of `segment` whose `field` holds a term the automaton accepts.
-    fn docs(&self, segment: &SegmentReader, field: Field) -> tantivy::Result<BitSet> {
+    /// The documents of `segment` whose `field` holds a term the automaton accepts, in order.
+    fn docs(&self, segment: &SegmentReader, field: Field) -> tantivy::Result<SharedDocs> {
         let key = (segment.segment_id(), field);
         if let Some(docs) = self.docs.lock().get(&key) {
-            return Ok(docs.clone());
+            return Ok(SharedDocs::new(Arc::clone(docs)));
         }
         let mut docs = BitSet::with_max_value(segment.max_doc());
         let inverted = segment.inverted_index(field)?;
@@ -344,8 +344,54 @@ impl TypoMatches {
                 postings.advance();
             }
         }
-        self.docs.lock().insert(key, docs.clone());
-        Ok(docs)
+        // Kept as a list: a search reads each word's matches up to three times (the bit set
+        // spans every document of the segment, blocks included, and was copied each time).
+        let mut list = Vec::new();
+        let mut iter = BitSetDocSet::from(docs);
+        while iter.doc() != TERMINATED {
+            list.push(iter.doc());
+            iter.advance();
+        }
+        let docs: Arc<[DocId]> = list.into();
+        self.docs.lock().insert(key, Arc::clone(&docs));
+        Ok(SharedDocs::new(docs))
+    }
+}
+
+/// Documents in order, shared: the matches of one word's typos in a segment's field.
+struct SharedDocs {
+    docs: Arc<[DocId]>,
+    at: usize,
+}
+
+impl SharedDocs {
+    fn new(docs: Arc<[DocId]>) -> SharedDocs {
+        SharedDocs { docs, at: 0 }
+    }
+
+    fn contains(&self, doc: DocId) -> bool {
+        self.docs.binary_search(&doc).is_ok()
+    }
+}
+
+impl DocSet for SharedDocs {
+    fn advance(&mut self) -> DocId {
+        self.at = self.at.saturating_add(1).min(self.docs.len());
+        self.doc()
+    }
+
+    fn seek(&mut self, target: DocId) -> DocId {
+        let rest = self.docs.get(self.at..).unwrap_or_default();
+        self.at += rest.partition_point(|doc| *doc < target);
+        self.doc()
+    }
+
+    fn doc(&self) -> DocId {
+        self.docs.get(self.at).copied().unwrap_or(TERMINATED)
+    }
+
+    fn size_hint(&self) -> u32 {
+        u32::try_from(self.docs.len() - self.at).unwrap_or(u32::MAX)
     }
 }
 
@@ -373,7 +419,7 @@ impl Query for SharedTypos {
 impl Weight for SharedTypos {
     fn scorer(&self, segment: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
         let docs = self.matches.docs(segment, self.field)?;
-        Ok(Box::new(ConstScorer::new(BitSetDocSet::from(docs), boost)))
+        Ok(Box::new(ConstScorer::new(docs, boost)))
     }
 
     fn explain(&self, segment: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
@@ -684,8 +730,8 @@ impl Weight for CoverageWeight {
                 let name_weight = word.weight * COVER_NAME;
                 let (body_typos, name_typos) = match &word.typos {
                     Some((body, name)) => (
-                        Some(BitSetDocSet::from(body.matches.docs(segment, body.field)?)),
-                        Some(BitSetDocSet::from(name.matches.docs(segment, name.field)?)),
+                        Some(body.matches.docs(segment, body.field)?),
+                        Some(name.matches.docs(segment, name.field)?),
                     ),
                     None => (None, None),
                 };
@@ -734,8 +780,8 @@ struct WordStream {
     body: Box<dyn Scorer>,
     /// The word in a name.
     name: Box<dyn Scorer>,
-    body_typos: Option<BitSetDocSet>,
-    name_typos: Option<BitSetDocSet>,
+    body_typos: Option<SharedDocs>,
+    name_typos: Option<SharedDocs>,
     /// What each kind of match weighs.
     in_body: Score,
     in_body_typo: Score,
@@ -746,7 +792,7 @@ struct WordStream {
     score: Score,
 }
 
-fn doc_of(docs: Option<&BitSetDocSet>) -> DocId {
+fn doc_of(docs: Option<&SharedDocs>) -> DocId {
     docs.map_or(TERMINATED, DocSet::doc)
 }
 
@@ -788,9 +834,18 @@ impl WordStream {
         let body_typo = doc_of(self.body_typos.as_ref()) == doc;
         let name = self.name.doc() == doc;
         let name_typo = doc_of(self.name_typos.as_ref()) == doc;
-        let in_text = best(body.then_some(self.in_body), body_typo.then_some(self.in_body_typo));
-        let in_name = best(name.then_some(self.in_name), name_typo.then_some(self.in_name_typo));
-        let bm25 = sum(body.then(|| self.body.score()), body_typo.then_some(self.bm25_typo));
+        let in_text = best(
+            body.then_some(self.in_body),
+            body_typo.then_some(self.in_body_typo),
+        );
+        let in_name = best(
+            name.then_some(self.in_name),
+            name_typo.then_some(self.in_name_typo),
+        );
+        let bm25 = sum(
+            body.then(|| self.body.score()),
+            body_typo.then_some(self.bm25_typo),
+        );
         let held = sum(in_text, in_name).unwrap_or(0.0);
         self.score = sum(Some(held), bm25).unwrap_or(held);
         if body {
@@ -870,13 +925,16 @@ impl DocSet for CoverageScorer {
         self.words
             .iter()
             .map(|w| {
-                w.body.size_hint().saturating_add(w.name.size_hint()).saturating_add(
-                    [&w.body_typos, &w.name_typos]
-                        .into_iter()
-                        .flatten()
-                        .map(DocSet::size_hint)
-                        .fold(0u32, u32::saturating_add),
-                )
+                w.body
+                    .size_hint()
+                    .saturating_add(w.name.size_hint())
+                    .saturating_add(
+                        [&w.body_typos, &w.name_typos]
+                            .into_iter()
+                            .flatten()
+                            .map(DocSet::size_hint)
+                            .fold(0u32, u32::saturating_add),
+                    )
             })
             .fold(0u32, u32::saturating_add)
     }
@@ -1324,6 +1382,117 @@ mod tests {
         let text = "the lantern glows";
         assert_eq!(exact.score(&exact.words(&mut analyzer, text), 3.0), 0.0);
         assert!(fuzzy.score(&fuzzy.words(&mut analyzer, text), 3.0) > 0.0);
+    }
+
+    /// Every document and score `query` finds, by document address.
+    fn scored(searcher: &tantivy::Searcher, query: &dyn Query) -> Vec<(tantivy::DocAddress, f32)> {
+        let mut found = searcher
+            .search(
+                query,
+                &tantivy::collector::TopDocs::with_limit(1000).order_by_score(),
+            )
+            .unwrap();
+        found.sort_by(|a, b| a.1.cmp(&b.1));
+        found
+            .into_iter()
+            .map(|(score, address)| (address, score))
+            .collect()
+    }
+
+    #[test]
+    fn coverage_scores_flat_as_its_nested_queries_do() {
+        use tantivy::schema::{STRING, Schema, TextFieldIndexing, TextOptions};
+        let none = SearchLanguage::from_name("none").unwrap();
+        let text = TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer("words")
+                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+        );
+        let mut builder = Schema::builder();
+        let fields = SearchFields {
+            content: builder.add_text_field("content", STRING),
+            name: builder.add_text_field("name", text.clone()),
+            name_exact: builder.add_text_field("name_exact", STRING),
+            body: builder.add_text_field("body", text),
+            page_path: builder.add_text_field("page_path", STRING),
+            kind: builder.add_text_field("kind", STRING),
+        };
+        let index = tantivy::Index::create_in_ram(builder.build());
+        index.tokenizers().register("words", analyzer(none));
+        let mut writer: tantivy::IndexWriter =
+            index.writer_with_num_threads(1, 15_000_000).unwrap();
+        let notes = [
+            ("Lantern care", "a lantern by the window; the lantern glows"),
+            ("Windows", "lanterns and windos, a wick"),
+            ("Garden", "nothing about it here"),
+            (
+                "Wick trimming",
+                "trim the wick of a lantren before the garden party",
+            ),
+            ("Other", "window window window garden"),
+        ];
+        // Two segments, and a block document without a body between notes.
+        for (i, (name, body)) in notes.iter().enumerate() {
+            let mut doc = tantivy::TantivyDocument::default();
+            doc.add_text(fields.content, "a block");
+            writer.add_document(doc).unwrap();
+            let mut doc = tantivy::TantivyDocument::default();
+            doc.add_text(fields.kind, NOTE_KIND);
+            doc.add_text(fields.name, name);
+            for block in body.split(';') {
+                doc.add_text(fields.body, block);
+            }
+            writer.add_document(doc).unwrap();
+            if i == 2 {
+                writer.commit().unwrap();
+            }
+        }
+        writer.commit().unwrap();
+        let searcher = index.reader().unwrap().searcher();
+        assert_eq!(searcher.segment_readers().len(), 2);
+        let clauses = clauses(
+            &mut analyzer(none),
+            &mut Stopwords::None,
+            "lantern windows wick garden zzz",
+        );
+        let weights = [1.3, 0.7, 2.2, 0.4, 1.0];
+        for words in [&clauses[..], &clauses[..1], &clauses[1..3]] {
+            let mut automata = Typos::default();
+            let flat = CoverageQuery::of(&fields, words, &weights, &mut automata).unwrap();
+            let nested = words_query(&fields, words, &weights, Matching::Coverage, &mut automata);
+            let same = |flat: &dyn Query, nested: &dyn Query| {
+                let (flat, nested) = (scored(&searcher, flat), scored(&searcher, nested));
+                assert!(!flat.is_empty());
+                assert_eq!(flat.len(), nested.len(), "{flat:?} {nested:?}");
+                for ((a, x), (b, y)) in flat.iter().zip(&nested) {
+                    assert_eq!(a, b);
+                    assert!((x - y).abs() <= y.abs() * 1e-6, "{x} {y}");
+                }
+            };
+            same(&flat, &*nested);
+            // Within a search of notes: the intersection seeks the flat scorer.
+            let note = |words: Box<dyn Query>| -> Box<dyn Query> {
+                Box::new(BooleanQuery::new(vec![
+                    (
+                        Occur::Must,
+                        Box::new(TermQuery::new(
+                            Term::from_field_text(fields.kind, NOTE_KIND),
+                            IndexRecordOption::Basic,
+                        )),
+                    ),
+                    (Occur::Must, words),
+                ]))
+            };
+            let flat = CoverageQuery::of(&fields, words, &weights, &mut automata).unwrap();
+            let nested = words_query(&fields, words, &weights, Matching::Coverage, &mut automata);
+            same(&*note(Box::new(flat)), &*note(nested));
+        }
+        let phrase = clauses(
+            &mut analyzer(none),
+            &mut Stopwords::None,
+            "\"lantern glows\" wick",
+        );
+        assert!(CoverageQuery::of(&fields, &phrase, &weights, &mut Typos::default()).is_none());
     }
 
     #[test]
