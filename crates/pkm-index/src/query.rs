@@ -1450,13 +1450,13 @@ mod tests {
         writer.commit().unwrap();
         let searcher = index.reader().unwrap().searcher();
         assert_eq!(searcher.segment_readers().len(), 2);
-        let clauses = clauses(
+        let question = clauses(
             &mut analyzer(none),
             &mut Stopwords::None,
             "lantern windows wick garden zzz",
         );
         let weights = [1.3, 0.7, 2.2, 0.4, 1.0];
-        for words in [&clauses[..], &clauses[..1], &clauses[1..3]] {
+        for words in [&question[..], &question[..1], &question[1..3]] {
             let mut automata = Typos::default();
             let flat = CoverageQuery::of(&fields, words, &weights, &mut automata).unwrap();
             let nested = words_query(&fields, words, &weights, Matching::Coverage, &mut automata);
