@@ -280,10 +280,13 @@ pub(crate) struct Typos {
     words: HashMap<(String, u8), Arc<TypoMatches>>,
 }
 
+/// The documents a word's typos matched in one field of one segment, in order.
+type FieldMatches = HashMap<(SegmentId, Field), Arc<[DocId]>>;
+
 /// One word's automaton, and the documents it matched so far, by segment and field.
 struct TypoMatches {
     automaton: DfaWrapper,
-    docs: Mutex<HashMap<(SegmentId, Field), Arc<[DocId]>>>,
+    docs: Mutex<FieldMatches>,
 }
 
 impl Typos {
@@ -1392,7 +1395,7 @@ mod tests {
                 &tantivy::collector::TopDocs::with_limit(1000).order_by_score(),
             )
             .unwrap();
-        found.sort_by(|a, b| a.1.cmp(&b.1));
+        found.sort_by_key(|a| a.1);
         found
             .into_iter()
             .map(|(score, address)| (address, score))
