@@ -271,8 +271,8 @@ impl Clause {
 /// matches in a field of a segment found once, for every matching that asks for them (a search
 /// that falls back to typos asks for each word up to four times: in the name and the text under
 /// `EveryFuzzy` and under `Coverage` ([`CoverageQuery`]; five when a phrase among the clauses
-/// keeps Coverage's nested queries, which ask twice in the text); building the automaton of a long word at two edits, and walking a
-/// term dictionary with it, are the costly parts). The
+/// keeps Coverage's nested queries, which ask twice in the text); building the automaton of a
+/// long word at two edits, and walking a term dictionary with it, are the costly parts). The
 /// queries match and score exactly as Tantivy's `FuzzyTermQuery` with transpositions (its
 /// `AutomatonWeight`: every document holding a matching term, scored 1), which builds its
 /// automaton and walks the dictionary anew each time.
