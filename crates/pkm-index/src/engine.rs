@@ -1491,6 +1491,14 @@ impl SegmentCollector for SegmentTopNotes {
     type Fruit = Vec<NoteCandidate>;
 
     fn collect(&mut self, doc: DocId, score: Score) {
+        // A note scoring below the last kept cannot be kept: no need of its page path (a
+        // question's fallback matches most notes of a large vault).
+        if self
+            .worst
+            .is_some_and(|worst| score.total_cmp(&worst.score).is_lt())
+        {
+            return;
+        }
         let candidate = NoteCandidate {
             score,
             path_ord: self.paths.as_ref().and_then(|paths| paths.first(doc)),
