@@ -326,56 +326,6 @@ impl<'a> Model<'a> {
     }
 }
 
-/// Words a [`WordPieces`] remembers before it starts over (a few MB at most).
-const REMEMBERED_WORDS: usize = 1 << 16;
-
-/// The WordPiece pieces of each word seen, for [`Model::tokenize_remembered`]: a vault's notes
-/// repeat their words, and WordPiece tries up to a lookup per prefix of a word the vocabulary
-/// does not hold whole (a fifth of a cold index's time went to note vectors, most of it there).
-#[derive(Default)]
-pub(crate) struct WordPieces {
-    /// Each word cut so far: the range of its pieces in `pieces`.
-    words: HashMap<String, (u32, u32), foldhash::fast::FixedState>,
-    pieces: Vec<u32>,
-}
-
-impl Model<'_> {
-    /// [`Model::tokenize`] (the same ids), each word's pieces remembered in `seen`.
-    pub(crate) fn tokenize_remembered(
-        &self,
-        text: &str,
-        max: usize,
-        out: &mut Vec<u32>,
-        seen: &mut WordPieces,
-    ) {
-        let WordPieces { words, pieces } = seen;
-        self.tokenize_with(text, max, out, &mut |word, out| {
-            let range = match words.get(word) {
-                Some(range) => *range,
-                None => {
-                    if words.len() >= REMEMBERED_WORDS {
-                        words.clear();
-                        pieces.clear();
-                    }
-                    let from = pieces.len();
-                    self.wordpiece(word, pieces);
-                    let range = (
-                        u32::try_from(from).unwrap_or(u32::MAX),
-                        u32::try_from(pieces.len()).unwrap_or(u32::MAX),
-                    );
-                    words.insert(word.to_owned(), range);
-                    range
-                }
-            };
-            out.extend_from_slice(
-                pieces
-                    .get(range.0 as usize..range.1 as usize)
-                    .unwrap_or(&[]),
-            );
-        });
-    }
-}
-
 /// Embeds many texts with one model, as [`Model::embed`] does, remembering the pieces of each
 /// word it has cut and reusing its buffers: the blocks of a page of hits, whose words repeat
 /// (WordPiece tries up to a lookup per prefix of a word the vocabulary does not hold whole).
@@ -718,38 +668,6 @@ mod tests {
             embedder.embed(&long, 256).map(<[f32]>::to_vec),
             model.embed(&long, 256)
         );
-    }
-
-    /// A note's tokens with each word's pieces remembered are the tokens cut afresh, for texts
-    /// that repeat words, past the token limit, and after the memory starts over.
-    #[test]
-    fn remembered_pieces_give_the_same_tokens() {
-        let model = model().unwrap();
-        let mut seen = WordPieces::default();
-        let texts = [
-            "Unaffable refunds, unaffable refunds: the money comes back.",
-            "",
-            "\u{0}\u{fffd}",
-            "Café naïve coöperate 东京 ulfenka morkache tisstriche",
-        ];
-        for round in 0..2 {
-            for text in texts {
-                for max in [3, 512] {
-                    let (mut expected, mut got) = (vec![7], vec![7]);
-                    model.tokenize(text, max, &mut expected);
-                    model.tokenize_remembered(text, max, &mut got, &mut seen);
-                    assert_eq!(got, expected, "{text:?}, {max}");
-                }
-            }
-            if round == 0 {
-                // Full of other words: the next new word starts the memory over.
-                seen.words.clear();
-                for i in 0..REMEMBERED_WORDS {
-                    seen.words.insert(format!("w{i}"), (0, 0));
-                }
-            }
-        }
-        assert!(seen.words.len() < REMEMBERED_WORDS);
     }
 
     /// The scan's dot product (blocks of pairs, then the rest) is the plain one, for vectors

@@ -33,7 +33,7 @@ use tantivy::{
     SegmentOrdinal, SegmentReader, TERMINATED, Term,
 };
 
-use crate::embed::{self, Embedder, Model, NOTE_TOKENS, QueryVector, WordPieces};
+use crate::embed::{self, Embedder, Model, NOTE_TOKENS, QueryVector};
 use crate::error::IndexError;
 use crate::query::{
     BlockScorer, BlockWords, Clause, MATCHINGS, Matching, NOTE_KIND, SearchFields, Typos, clauses,
@@ -123,17 +123,11 @@ fn note_meaning<'a>(
     title: &str,
     texts: impl IntoIterator<Item = &'a str>,
 ) -> NoteMeaning {
-    thread_local! {
-        // Each thread's own: a scan works out its notes' vectors on every core at once.
-        static SEEN: std::cell::RefCell<WordPieces> = std::cell::RefCell::default();
-    }
     let mut ids = Vec::new();
-    SEEN.with_borrow_mut(|seen| {
-        model.tokenize_remembered(title, NOTE_TOKENS, &mut ids, seen);
-        for text in texts {
-            model.tokenize_remembered(text, NOTE_TOKENS, &mut ids, seen);
-        }
-    });
+    model.tokenize(title, NOTE_TOKENS, &mut ids);
+    for text in texts {
+        model.tokenize(text, NOTE_TOKENS, &mut ids);
+    }
     NoteMeaning(model.mean(&ids).map(|v| embed::quantize(&v)))
 }
 
