@@ -202,16 +202,38 @@ def dir_bytes(path):
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
 
 
-# Peak resident memory of the last run_index's process, KB (its own, from wait4's rusage).
+# Peak resident memory of the last run_index's process, KB (its own, from wait4's rusage), and
+# the peak of its anonymous memory alone (RssAnon sampled, the mapped index files apart).
 LAST_INDEX_MAXRSS_KB = [0]
+LAST_INDEX_ANON_KB = [0]
+# How often the cold index's RssAnon is sampled.
+ANON_SAMPLE_S = 0.01
+
+
+def sample_anon(pid, done, peak):
+    """Until done is set, keep in peak[0] the largest RssAnon (KB) of pid seen."""
+    while not done.is_set():
+        try:
+            kb = proc_status_kb(pid, "RssAnon")
+        except (OSError, ValueError):
+            return  # the process is gone (or a zombie without the field)
+        if kb is not None and kb > peak[0]:
+            peak[0] = kb
+        done.wait(ANON_SAMPLE_S)
 
 
 def run_index(binary, vault):
     t0 = time.perf_counter()
     proc = subprocess.Popen([binary, "index", "--vault", vault],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done, anon = threading.Event(), [0]
+    sampler = threading.Thread(target=sample_anon, args=(proc.pid, done, anon), daemon=True)
+    sampler.start()
     _, status, usage = os.wait4(proc.pid, 0)
     el = time.perf_counter() - t0
+    done.set()
+    sampler.join()
+    LAST_INDEX_ANON_KB[0] = anon[0]
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"{binary} index --vault {vault} exited with {proc.returncode}")
@@ -913,7 +935,7 @@ def main():
         # One unmeasured run first, so that neither binary meets the vault's write-back.
         shutil.rmtree(os.path.join(a.vault, ".pkm"), ignore_errors=True)
         run_index(a.bin, a.vault)
-    rss = []
+    rss, anon = [], []
     for i in range(rounds):
         # Baseline first in the odd rounds (1st, 3rd, …), so the index left on disk is this binary's.
         turns = ([(a.cold_baseline, baseline_runs)] if a.cold_baseline else []) + [(a.bin, runs)]
@@ -922,8 +944,11 @@ def main():
             into.append(run_index(binary, a.vault))
             if into is runs:
                 rss.append(LAST_INDEX_MAXRSS_KB[0])
-    # The cold index's own peak (ru_maxrss: its resident pages, the index files it mapped included).
+                anon.append(LAST_INDEX_ANON_KB[0])
+    # The cold index's own peak (ru_maxrss: its resident pages, the index files it mapped included),
+    # and the peak of its anonymous memory alone (RssAnon sampled every 10 ms).
     res["cold_index_rss_mb"] = round(statistics.median(rss) / 1024.0, 1)
+    res["cold_index_anon_mb"] = round(statistics.median(anon) / 1024.0, 1)
     if a.cold_baseline:
         res["cold_index_alternated"] = {
             "baseline_s": round(statistics.median(baseline_runs), 3),
@@ -933,7 +958,8 @@ def main():
         }
     res["cold_index_s"] = round(statistics.median(runs), 3)
     res["index_mb"] = round(dir_bytes(os.path.join(a.vault, ".pkm", "search")) / 1e6, 2)
-    log(f"cold index {res['cold_index_s']} s ({len(paths)} notes), peak RSS {res['cold_index_rss_mb']} MB, "
+    log(f"cold index {res['cold_index_s']} s ({len(paths)} notes), peak RSS {res['cold_index_rss_mb']} MB "
+        f"({res['cold_index_anon_mb']} MB anonymous), "
         f"search index {res['index_mb']} MB")
     bench_stdio(a, res, paths, queries)
     if not a.baseline:
