@@ -162,6 +162,17 @@ class StdioClient:
         self.err.close()
 
 
+def start_labelled(spec, log_prefix):
+    """A `LABEL=BINARY=VAULT` argument of the interleaved scripts (write_cpu.py, search_cpu.py):
+    that binary started over stdio on that vault, initialised and answering searches. Returns
+    (label, client, vault)."""
+    label, binary, vault = spec.split("=")
+    c = StdioClient(binary, vault, log_name=f"{log_prefix}-{label}.log")
+    c.initialize()
+    c.wait_ready("alpha")
+    return label, c, vault
+
+
 def proc_status_kb(pid, key):
     with open(f"/proc/{pid}/status") as f:
         for line in f:

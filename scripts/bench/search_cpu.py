@@ -21,10 +21,7 @@ import bench as B  # noqa: E402
 rounds, passes = int(sys.argv[1]), int(sys.argv[2])
 servers = []
 for p in sys.argv[3:]:
-    label, binp, vault = p.split("=")
-    c = B.StdioClient(binp, vault, log_name=f"search-cpu-{label}.log")
-    c.initialize()
-    c.wait_ready("alpha")
+    label, c, vault = B.start_labelled(p, "search-cpu")
     with open(os.path.join(vault, "queries.txt"), encoding="utf-8") as f:
         queries = [line.strip() for line in f if line.strip()]
     servers.append((label, c, queries, {"q": [], "k": [], "qcpu": [], "kcpu": []}))

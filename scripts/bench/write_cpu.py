@@ -36,10 +36,7 @@ def diff(a, b):
 n, tag, rounds = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 servers = []
 for p in sys.argv[4:]:
-    label, binp, vault = p.split("=")
-    c = B.StdioClient(binp, vault, log_name=f"cpu-{label}.log")
-    c.initialize()
-    c.wait_ready("alpha")
+    label, c, _ = B.start_labelled(p, "cpu")
     servers.append((label, c, {}, []))
 body = "---\ntitle: Bench\ntags: [bench]\n---\n# Bench\n\n- TODO write benchmark note [[x]]\n"
 time.sleep(1)
