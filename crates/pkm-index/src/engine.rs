@@ -762,7 +762,7 @@ impl IndexEngine {
         }
         let highlight = words_in_text(fields.body, &clauses, matching, &mut automata);
         let snippets = self.snippet_generator(&searcher, &*highlight)?;
-        let scorer = BlockScorer::new(&clauses, matching, rarity);
+        let scorer = BlockScorer::new(&clauses, matching, rarity, &mut automata);
         let mut blocks = self.blocks_of(&searcher, notes.iter().map(|(_, p)| p.as_str()))?;
         let mut hits = Vec::with_capacity(notes.len());
         let mut embedder = Embedder::new(self.model);

@@ -18,6 +18,7 @@ use tantivy::query::{
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{BitSet, DocId, DocSet, Score, SegmentReader, TERMINATED, TantivyError, Term};
+use tantivy_fst::Automaton;
 
 use crate::tokenizer::{QueryToken, Stopwords, analyze};
 
@@ -307,24 +308,43 @@ impl Typos {
     /// The query of [`Typos::query`] with its automaton and matches shared; `None` when the
     /// automaton cannot be built.
     fn shared(&mut self, field: Field, term: &str, distance: u8) -> Option<SharedTypos> {
-        let key = (term.to_owned(), distance);
-        let matches = match self.words.get(&key) {
-            Some(matches) => Arc::clone(matches),
-            None => {
-                let fuzzy = FuzzyTermQuery::new(Term::from_field_text(field, term), distance, true);
-                let matches = Arc::new(TypoMatches {
-                    automaton: fuzzy.automaton().ok()?,
-                    docs: Mutex::new(HashMap::new()),
-                });
-                self.words.insert(key, Arc::clone(&matches));
-                matches
-            }
-        };
+        let matches = self.word(term, distance)?;
         Some(SharedTypos { field, matches })
+    }
+
+    /// The automaton of `term` within `distance` edits (and its matches so far), built once.
+    fn word(&mut self, term: &str, distance: u8) -> Option<Arc<TypoMatches>> {
+        let key = (term.to_owned(), distance);
+        if let Some(matches) = self.words.get(&key) {
+            return Some(Arc::clone(matches));
+        }
+        // The automaton depends on the term's text alone; the field is Tantivy's query's.
+        let field = Field::from_field_id(0);
+        let fuzzy = FuzzyTermQuery::new(Term::from_field_text(field, term), distance, true);
+        let matches = Arc::new(TypoMatches {
+            automaton: fuzzy.automaton().ok()?,
+            docs: Mutex::new(HashMap::new()),
+        });
+        self.words.insert(key, Arc::clone(&matches));
+        Some(matches)
     }
 }
 
 impl TypoMatches {
+    /// Whether `word` is within the automaton's edits of its term: the test the index's typo
+    /// matches passed, run on one word (a byte at a time, stopping once no match is possible).
+    fn accepts(&self, word: &str) -> bool {
+        let automaton = &self.automaton;
+        let mut state = automaton.start();
+        for byte in word.bytes() {
+            state = automaton.accept(&state, byte);
+            if !automaton.can_match(&state) {
+                return false;
+            }
+        }
+        automaton.is_match(&state)
+    }
+
     /// The documents of `segment` whose `field` holds a term the automaton accepts, in order.
     fn docs(&self, segment: &SegmentReader, field: Field) -> tantivy::Result<SharedDocs> {
         let key = (segment.segment_id(), field);
@@ -1003,8 +1023,9 @@ const BM25_B: f32 = 0.75;
 /// document, every clause weighted by its words' rarity among notes.
 pub(crate) struct BlockScorer<'c> {
     clauses: &'c [Clause],
-    /// Per clause: the typos allowed for it, its weight, and its terms as indexes into `terms`.
-    typos: Vec<Option<u8>>,
+    /// Per clause: the automaton of its single word's typos (when it may match with typos), its
+    /// weight, and its terms as indexes into `terms`.
+    typos: Vec<Option<Arc<TypoMatches>>>,
     weights: Vec<f32>,
     term_ids: Vec<Vec<usize>>,
     /// The distinct terms of all clauses.
@@ -1028,11 +1049,13 @@ impl BlockWords {
 }
 
 impl<'c> BlockScorer<'c> {
-    /// `rarity(term)`: the weight of one analyzed word (its inverse document frequency).
+    /// `rarity(term)`: the weight of one analyzed word (its inverse document frequency); the
+    /// typo automata come from (or join) `automata`, the search's.
     pub(crate) fn new(
         clauses: &'c [Clause],
         matching: Matching,
         rarity: impl Fn(&str) -> f32,
+        automata: &mut Typos,
     ) -> BlockScorer<'c> {
         let mut terms: Vec<&str> = Vec::new();
         let term_ids = clauses
@@ -1053,7 +1076,13 @@ impl<'c> BlockScorer<'c> {
             .collect();
         BlockScorer {
             clauses,
-            typos: clauses.iter().map(|c| c.typos(matching)).collect(),
+            typos: clauses
+                .iter()
+                .map(|c| match (c.typos(matching), c.terms.as_slice()) {
+                    (Some(distance), [term]) => automata.word(term, distance),
+                    _ => None,
+                })
+                .collect(),
             weights: clauses
                 .iter()
                 .map(|c| c.terms.iter().map(|t| rarity(t)).sum())
@@ -1075,22 +1104,6 @@ impl<'c> BlockScorer<'c> {
                 Vec::new()
             },
         };
-        // The characters of each typo clause's word, and of the token: collected once (a block
-        // of a page of hits is compared with every typo clause, word by word).
-        let typo_words: Vec<Option<(Vec<char>, u8)>> = if fuzzy {
-            self.clauses
-                .iter()
-                .zip(&self.typos)
-                .map(|(clause, typos)| match (typos, clause.terms.as_slice()) {
-                    (Some(typos), [term]) => Some((term.chars().collect(), *typos)),
-                    _ => None,
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let mut chars: Vec<char> = Vec::new();
-        let mut rows = TypoRows::default();
         let mut stream = analyzer.token_stream(text);
         while let Some(token) = stream.next() {
             words.len += 1;
@@ -1101,16 +1114,12 @@ impl<'c> BlockScorer<'c> {
                 }
                 words.at[token.position] = id;
             }
-            if fuzzy {
-                chars.clear();
-                chars.extend(token.text.chars());
-            }
-            for ((clause, typo_word), fuzzy) in
-                self.clauses.iter().zip(&typo_words).zip(&mut words.fuzzy)
+            for ((clause, typos), fuzzy) in
+                self.clauses.iter().zip(&self.typos).zip(&mut words.fuzzy)
             {
-                if let (Some((word, typos)), [term]) = (typo_word, clause.terms.as_slice())
+                if let (Some(typos), [term]) = (typos, clause.terms.as_slice())
                     && *term != token.text
-                    && rows.within(&chars, word, *typos)
+                    && typos.accepts(&token.text)
                 {
                     *fuzzy += FUZZY_WEIGHT;
                 }
@@ -1144,62 +1153,6 @@ impl<'c> BlockScorer<'c> {
                 weight * tf * (BM25_K1 + 1.0) / (tf + norm)
             })
             .sum()
-    }
-}
-
-/// Whether `a` is at most `max` edits from `b`, a transposition of two neighbours counting as one
-/// edit (the distance of Tantivy's fuzzy term query, optimal string alignment).
-#[cfg(test)]
-fn within_typos(a: &str, b: &str, max: u8) -> bool {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    TypoRows::default().within(&a, &b, max)
-}
-
-/// The three rows of the edit-distance table [`TypoRows::within`] fills, kept from one call to
-/// the next (it runs for every word of the blocks of a page of hits).
-#[derive(Default)]
-struct TypoRows {
-    before: Vec<usize>,
-    previous: Vec<usize>,
-    row: Vec<usize>,
-}
-
-impl TypoRows {
-    /// Whether `a` is at most `max` edits from `b`, a transposition of two neighbours counting as
-    /// one edit (the distance of Tantivy's fuzzy term query, optimal string alignment).
-    fn within(&mut self, a: &[char], b: &[char], max: u8) -> bool {
-        let max = usize::from(max);
-        if a.len().abs_diff(b.len()) > max {
-            return false;
-        }
-        let TypoRows {
-            before,
-            previous,
-            row,
-        } = self;
-        before.clear();
-        before.resize(b.len() + 1, 0);
-        previous.clear();
-        previous.extend(0..=b.len());
-        row.clear();
-        row.resize(b.len() + 1, 0);
-        for i in 1..=a.len() {
-            row[0] = i;
-            for j in 1..=b.len() {
-                let substitution = previous[j - 1] + usize::from(a[i - 1] != b[j - 1]);
-                let mut d = substitution.min(previous[j] + 1).min(row[j - 1] + 1);
-                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                    d = d.min(before[j - 2] + 1);
-                }
-                row[j] = d;
-            }
-            std::mem::swap(before, previous);
-            std::mem::swap(previous, row);
-            if previous.iter().all(|d| *d > max) {
-                return false;
-            }
-        }
-        previous[b.len()] <= max
     }
 }
 
@@ -1316,6 +1269,11 @@ mod tests {
         assert_eq!(found[1].offsets, [0, 1]);
     }
 
+    /// Whether the block scorer counts `a` as `b` with at most `max` typos.
+    fn within_typos(a: &str, b: &str, max: u8) -> bool {
+        Typos::default().word(b, max).unwrap().accepts(a)
+    }
+
     #[test]
     fn typos_count_edits_and_a_swap_of_neighbours_as_one() {
         assert!(within_typos("callout", "callout", 0));
@@ -1343,13 +1301,13 @@ mod tests {
         let one = |q: &str| clauses(&mut none(), &mut Stopwords::None, q);
         let mut analyzer = none();
         let phrase = one("\"machine learning\"");
-        let scorer = BlockScorer::new(&phrase, Matching::Every, |_| 1.0);
+        let scorer = BlockScorer::new(&phrase, Matching::Every, |_| 1.0, &mut Typos::default());
         let text = "Machine learning; learning machine. Machine learning!";
         let block = scorer.words(&mut analyzer, text);
         assert_eq!(scorer.occurrences(&block, 0), 2.0);
         assert!(scorer.occurrences(&block, 0) > 0.0);
         let backwards = one("\"learning machine learning\"");
-        let scorer = BlockScorer::new(&backwards, Matching::Every, |_| 1.0);
+        let scorer = BlockScorer::new(&backwards, Matching::Every, |_| 1.0, &mut Typos::default());
         assert_eq!(
             scorer.occurrences(&scorer.words(&mut analyzer, text), 0),
             0.0
@@ -1358,14 +1316,14 @@ mod tests {
         let long = "x".repeat(100);
         let text = format!("keep {long} this");
         let with_gap = one(&format!("\"keep {long} this\""));
-        let scorer = BlockScorer::new(&with_gap, Matching::Every, |_| 1.0);
+        let scorer = BlockScorer::new(&with_gap, Matching::Every, |_| 1.0, &mut Typos::default());
         assert_eq!(
             scorer.occurrences(&scorer.words(&mut analyzer, &text), 0),
             1.0,
             "the dropped token keeps its place"
         );
         let without = one("\"keep this\"");
-        let scorer = BlockScorer::new(&without, Matching::Every, |_| 1.0);
+        let scorer = BlockScorer::new(&without, Matching::Every, |_| 1.0, &mut Typos::default());
         assert_eq!(
             scorer.occurrences(&scorer.words(&mut analyzer, &text), 0),
             0.0
@@ -1373,7 +1331,7 @@ mod tests {
 
         let query = one("rare common");
         let rarity = |term: &str| if term == "rare" { 3.0 } else { 0.5 };
-        let scorer = BlockScorer::new(&query, Matching::Every, rarity);
+        let scorer = BlockScorer::new(&query, Matching::Every, rarity, &mut Typos::default());
         let one_rare = scorer.words(&mut analyzer, "a rare word among others here");
         let many_common = scorer.words(&mut analyzer, "common common common words here");
         let neither = scorer.words(&mut analyzer, "nothing to see here at all");
@@ -1381,8 +1339,8 @@ mod tests {
         assert_eq!(scorer.score(&neither, 6.0), 0.0);
 
         let typo = one("lanterns");
-        let exact = BlockScorer::new(&typo, Matching::Every, |_| 1.0);
-        let fuzzy = BlockScorer::new(&typo, Matching::EveryFuzzy, |_| 1.0);
+        let exact = BlockScorer::new(&typo, Matching::Every, |_| 1.0, &mut Typos::default());
+        let fuzzy = BlockScorer::new(&typo, Matching::EveryFuzzy, |_| 1.0, &mut Typos::default());
         let text = "the lantern glows";
         assert_eq!(exact.score(&exact.words(&mut analyzer, text), 3.0), 0.0);
         assert!(fuzzy.score(&fuzzy.words(&mut analyzer, text), 3.0) > 0.0);
