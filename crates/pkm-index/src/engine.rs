@@ -29,7 +29,7 @@ use tantivy::schema::{
 use tantivy::snippet::{Snippet, SnippetGenerator};
 use tantivy::tokenizer::{TextAnalyzer, TokenizerManager};
 use tantivy::{
-    DocAddress, DocId, DocSet, Index, IndexReader, Order, ReloadPolicy, Score, Searcher,
+    DocAddress, DocId, DocSet, Executor, Index, IndexReader, Order, ReloadPolicy, Score, Searcher,
     SegmentOrdinal, SegmentReader, TERMINATED, Term,
 };
 
@@ -79,6 +79,8 @@ const BLOCK_TOKENS: usize = 256;
 const MEANING_FLOOR: f32 = 0.3;
 /// The floor for notes found by meaning alone when every word of the query matched some note.
 const MEANING_FLOOR_WORDS_FOUND: f32 = 0.5;
+/// At most this many threads collect one search's segments (see `search_threads`).
+const MAX_SEARCH_THREADS: usize = 4;
 /// Under meaning, how deep each ranking is read before fusing (at least the page asked for).
 const FUSION_DEPTH: usize = 50;
 /// Weights of the fused score (see `fuse`): the word ranking's, by how its notes matched, and
@@ -423,6 +425,10 @@ impl IndexEngine {
             .build();
         let writer = index.writer_with_options(options).map_err(unreadable)?;
         writer.set_merge_policy(Box::new(merge_policy()));
+        let threads = search_threads();
+        if threads > 1 {
+            index.set_multithread_executor(threads)?;
+        }
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -687,29 +693,43 @@ impl IndexEngine {
             })
             .collect();
         let mut automata = Typos::default();
-        let mut last = (Matched::default(), Vec::new(), MATCHINGS[0]);
-        for matching in MATCHINGS {
-            let notes = note_query(fields, &clauses, &weights, &exact, matching, &mut automata);
-            let (matched, found) = if range.start < range.end && offset < end {
-                let top = TopNotes { depth: range.end };
-                searcher.search(&*notes, &(MatchedCollector, top))?
-            } else {
-                (searcher.search(&*notes, &MatchedCollector)?, Vec::new())
-            };
-            let any = matched.count > 0;
-            last = (matched, found, matching);
-            if any {
-                break;
-            }
-        }
-        let (matched, found, matching) = last;
+        // The words' search and the meaning scan read the same searcher and nothing of each
+        // other: beside each other, on two cores where there are.
+        let (words, similar) = alongside(
+            searcher.index().search_executor(),
+            || -> Result<_, IndexError> {
+                let mut last = (Matched::default(), Vec::new(), MATCHINGS[0]);
+                for matching in MATCHINGS {
+                    let notes =
+                        note_query(fields, &clauses, &weights, &exact, matching, &mut automata);
+                    let (matched, found) = if range.start < range.end && offset < end {
+                        let top = TopNotes { depth: range.end };
+                        searcher.search(&*notes, &(MatchedCollector, top))?
+                    } else {
+                        (searcher.search(&*notes, &MatchedCollector)?, Vec::new())
+                    };
+                    let any = matched.count > 0;
+                    last = (matched, found, matching);
+                    if any {
+                        break;
+                    }
+                }
+                Ok(last)
+            },
+            || {
+                meaning
+                    .as_ref()
+                    .map(|query| self.similar_notes(&searcher, query))
+                    .transpose()
+            },
+        );
+        let (matched, found, matching) = words?;
         let mut total = matched.count;
         // Fused, the word ranking only needs the right notes (fusion orders them); alone, it is
         // the page, in order.
         let found = top_notes(&searcher, found, range.clone(), meaning.is_none())?;
-        let ranked = match &meaning {
-            Some(query) => {
-                let mut similar = self.similar_notes(&searcher, query)?;
+        let ranked = match similar? {
+            Some(mut similar) => {
                 if matching == Matching::Every {
                     // The words answered: a note they did not find joins only when close.
                     similar.retain(|(a, sim)| *sim >= MEANING_FLOOR_WORDS_FOUND || matched.has(*a));
@@ -760,25 +780,58 @@ impl IndexEngine {
                 .take(end.saturating_sub(offset))
                 .collect();
         }
-        let highlight = words_in_text(fields.body, &clauses, matching, &mut automata);
-        let snippets = self.snippet_generator(&searcher, &*highlight)?;
-        let scorer = BlockScorer::new(&clauses, matching, rarity, &mut automata);
-        let mut blocks = self.blocks_of(&searcher, notes.iter().map(|(_, p)| p.as_str()))?;
-        let mut hits = Vec::with_capacity(notes.len());
-        let mut embedder = Embedder::new(self.model);
-        for (score, page_path) in notes {
-            let blocks = blocks.remove(&page_path).unwrap_or_default();
-            let closest = meaning.as_ref().map(|q| (&mut embedder, q));
-            hits.extend(
-                best_block(&mut analyzer, &scorer, closest, blocks)
-                    .map(|block| block.into_hit(score, Some(&snippets))),
-            );
-        }
         self.give_back(analyzer);
+        let highlight = words_in_text(fields.body, &clauses, matching, &mut automata);
+        let scored = ScoredBlocks {
+            searcher: &searcher,
+            scorer: BlockScorer::new(&clauses, matching, rarity, &mut automata),
+            meaning: meaning.as_ref(),
+            snippets: self.snippet_generator(&searcher, &*highlight)?,
+        };
+        // Each hit's blocks are read and scored by themselves: half the page on each of two
+        // threads where there are.
+        let executor = searcher.index().search_executor();
+        let hits = match executor {
+            Executor::ThreadPool(_) if notes.len() > 1 => {
+                let (first, second) = notes.split_at(notes.len().div_ceil(2));
+                let (mut first, second) = alongside(
+                    executor,
+                    || self.hits_of(&scored, first),
+                    || self.hits_of(&scored, second),
+                );
+                if let Ok(first) = &mut first {
+                    first.extend(second?);
+                }
+                first?
+            }
+            _ => self.hits_of(&scored, &notes)?,
+        };
         Ok(SearchPage {
             hits,
             total: total.min(MAX_SCORE_MATCHES),
         })
+    }
+
+    /// The hits of `notes` (score, page path), in their order: each note's best block.
+    fn hits_of(
+        &self,
+        scored: &ScoredBlocks<'_>,
+        notes: &[(f32, String)],
+    ) -> Result<Vec<Hit>, IndexError> {
+        let mut blocks = self.blocks_of(scored.searcher, notes.iter().map(|(_, p)| p.as_str()))?;
+        let mut analyzer = self.take_analyzer();
+        let mut embedder = Embedder::new(self.model);
+        let mut hits = Vec::with_capacity(notes.len());
+        for (score, page_path) in notes {
+            let blocks = blocks.remove(page_path).unwrap_or_default();
+            let closest = scored.meaning.map(|q| (&mut embedder, q));
+            hits.extend(
+                best_block(&mut analyzer, &scored.scorer, closest, blocks)
+                    .map(|block| block.into_hit(*score, Some(&scored.snippets))),
+            );
+        }
+        self.give_back(analyzer);
+        Ok(hits)
     }
 
     /// Turns the meaning signal of [`IndexEngine::search`] on or off (on when opened). Off, a
@@ -1703,6 +1756,39 @@ fn by_page_path<T, C: FromIterator<(String, T)>>(
             matches!(column.ord_to_str(ord, &mut path), Ok(true)).then_some((path, item))
         })
         .collect()
+}
+
+/// What picks and renders the block of each hit of one search (see `IndexEngine::hits_of`).
+struct ScoredBlocks<'s> {
+    searcher: &'s Searcher,
+    scorer: BlockScorer<'s>,
+    meaning: Option<&'s QueryVector>,
+    snippets: SnippetGenerator,
+}
+
+/// `a` and `b`, on two threads of `executor` when it has a pool, else one after the other.
+fn alongside<A, B>(
+    executor: &Executor,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B)
+where
+    A: Send,
+    B: Send,
+{
+    match executor {
+        Executor::ThreadPool(pool) => pool.join(a, b),
+        Executor::SingleThread => (a(), b()),
+    }
+}
+
+/// Threads a search collects its segments on: the machine's cores, up to [`MAX_SEARCH_THREADS`].
+/// One agent's search then uses the cores a laptop has (a 100k-note vault holds a dozen
+/// segments); many at once share them as before.
+fn search_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(MAX_SEARCH_THREADS)
 }
 
 /// Tantivy's log merge policy, with every segment under [`MERGE_MIN_LAYER_DOCS`] in the lowest
