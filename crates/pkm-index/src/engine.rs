@@ -1886,6 +1886,16 @@ mod tests {
     }
 
     #[test]
+    fn alongside_gives_both_answers_in_order_on_a_pool_and_on_one_thread() {
+        let pool = Executor::multi_thread(2, "alongside-test-").unwrap();
+        for executor in [Executor::single_thread(), pool] {
+            let words: Vec<u32> = (0..1000).collect();
+            let (sum, text) = alongside(&executor, || words.iter().sum::<u32>(), || "meaning");
+            assert_eq!((sum, text), (499_500, "meaning"));
+        }
+    }
+
+    #[test]
     fn tags_are_normalized() {
         assert_eq!(normalize_tag("  #Project "), "project");
         assert_eq!(normalize_tag("##ÉTÉ"), "été");
