@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::io::ErrorKind as IoErrorKind;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use tantivy::collector::sort_key::{SortByStaticFastValue, SortByString};
@@ -21,7 +21,7 @@ use tantivy::columnar::{Column, StrColumn};
 use tantivy::index::SegmentId;
 use tantivy::indexer::{IndexWriterOptions, UserOperation};
 use tantivy::postings::Postings;
-use tantivy::query::{Query, TermQuery};
+use tantivy::query::{EnableScoring, Query, TermQuery};
 use tantivy::schema::{
     FAST, Field, IndexRecordOption, STORED, STRING, Schema, TantivyDocument, TextFieldIndexing,
     TextOptions, Value,
@@ -81,6 +81,10 @@ const MEANING_FLOOR: f32 = 0.3;
 const MEANING_FLOOR_WORDS_FOUND: f32 = 0.5;
 /// At most this many threads collect one search's segments (see `search_threads`).
 const MAX_SEARCH_THREADS: usize = 4;
+/// A search runs on the pool from this many documents (blocks and notes): about 500 notes. Below
+/// it, a search is a millisecond or less, and handing work to threads and back costs more than
+/// it saves.
+const PARALLEL_MIN_DOCS: u64 = 10_000;
 /// Under meaning, how deep each ranking is read before fusing (at least the page asked for).
 const FUSION_DEPTH: usize = 50;
 /// Weights of the fused score (see `fuse`): the word ranking's, by how its notes matched, and
@@ -297,6 +301,8 @@ pub struct IndexEngine {
     meaning: AtomicBool,
     /// The note vectors of each segment, read once from its fast field.
     vectors: Mutex<HashMap<SegmentId, Arc<SegmentVectors>>>,
+    /// The threads a large search runs on (ADR-0023), started by the first one.
+    pool: OnceLock<Executor>,
 }
 
 /// The writing half of one vault's search index. Not `Clone`; whoever holds it (the vault's writer
@@ -425,10 +431,6 @@ impl IndexEngine {
             .build();
         let writer = index.writer_with_options(options).map_err(unreadable)?;
         writer.set_merge_policy(Box::new(merge_policy()));
-        let threads = search_threads();
-        if threads > 1 {
-            index.set_multithread_executor(threads)?;
-        }
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -446,6 +448,7 @@ impl IndexEngine {
             model,
             meaning: AtomicBool::new(true),
             vectors: Mutex::new(HashMap::new()),
+            pool: OnceLock::new(),
         };
         let writer = IndexWriter {
             writer,
@@ -693,10 +696,11 @@ impl IndexEngine {
             })
             .collect();
         let mut automata = Typos::default();
+        let executor = self.executor_for(&searcher);
         // The words' search and the meaning scan read the same searcher and nothing of each
         // other: beside each other, on two cores where there are.
         let (words, similar) = alongside(
-            searcher.index().search_executor(),
+            executor,
             || -> Result<_, IndexError> {
                 let mut last = (Matched::default(), Vec::new(), MATCHINGS[0]);
                 for matching in MATCHINGS {
@@ -704,9 +708,10 @@ impl IndexEngine {
                         note_query(fields, &clauses, &weights, &exact, matching, &mut automata);
                     let (matched, found) = if range.start < range.end && offset < end {
                         let top = TopNotes { depth: range.end };
-                        searcher.search(&*notes, &(MatchedCollector, top))?
+                        search_on(executor, &searcher, &*notes, &(MatchedCollector, top))?
                     } else {
-                        (searcher.search(&*notes, &MatchedCollector)?, Vec::new())
+                        let matched = search_on(executor, &searcher, &*notes, &MatchedCollector)?;
+                        (matched, Vec::new())
                     };
                     let any = matched.count > 0;
                     last = (matched, found, matching);
@@ -790,7 +795,6 @@ impl IndexEngine {
         };
         // Each hit's blocks are read and scored by themselves: half the page on each of two
         // threads where there are.
-        let executor = searcher.index().search_executor();
         let hits = match executor {
             Executor::ThreadPool(_) if notes.len() > 1 => {
                 let (first, second) = notes.split_at(notes.len().div_ceil(2));
@@ -879,6 +883,22 @@ impl IndexEngine {
         let vectors = Arc::new(SegmentVectors::read(segment, self.model.dims())?);
         self.vectors.lock().insert(id, Arc::clone(&vectors));
         Ok(vectors)
+    }
+
+    /// Where `searcher`'s search runs: on the pool when its index is large enough for two
+    /// threads to pay ([`PARALLEL_MIN_DOCS`]) and the machine has more than one core, else on the
+    /// calling thread (a hand-off costs more than a small index's whole search).
+    fn executor_for(&self, searcher: &Searcher) -> &Executor {
+        const ONE_THREAD: &Executor = &Executor::SingleThread;
+        if searcher.num_docs() < PARALLEL_MIN_DOCS {
+            return ONE_THREAD;
+        }
+        self.pool.get_or_init(|| match search_threads() {
+            threads if threads > 1 => {
+                Executor::multi_thread(threads, "stratum-search-").unwrap_or(Executor::SingleThread)
+            }
+            _ => Executor::SingleThread,
+        })
     }
 
     fn take_analyzer(&self) -> TextAnalyzer {
@@ -1764,6 +1784,21 @@ struct ScoredBlocks<'s> {
     scorer: BlockScorer<'s>,
     meaning: Option<&'s QueryVector>,
     snippets: SnippetGenerator,
+}
+
+/// [`Searcher::search`], its segments collected on `executor`.
+fn search_on<C: Collector>(
+    executor: &Executor,
+    searcher: &Searcher,
+    query: &dyn Query,
+    collector: &C,
+) -> tantivy::Result<C::Fruit> {
+    let scoring = if collector.requires_scoring() {
+        EnableScoring::enabled_from_searcher(searcher)
+    } else {
+        EnableScoring::disabled_from_searcher(searcher)
+    };
+    searcher.search_with_executor(query, collector, executor, scoring)
 }
 
 /// `a` and `b`, on two threads of `executor` when it has a pool, else one after the other.
