@@ -798,15 +798,14 @@ impl IndexEngine {
         let hits = match executor {
             Executor::ThreadPool(_) if notes.len() > 1 => {
                 let (first, second) = notes.split_at(notes.len().div_ceil(2));
-                let (mut first, second) = alongside(
+                let (first, second) = alongside(
                     executor,
                     || self.hits_of(&scored, first),
                     || self.hits_of(&scored, second),
                 );
-                if let Ok(first) = &mut first {
-                    first.extend(second?);
-                }
-                first?
+                let mut hits = first?;
+                hits.extend(second?);
+                hits
             }
             _ => self.hits_of(&scored, &notes)?,
         };

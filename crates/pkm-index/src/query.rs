@@ -318,7 +318,7 @@ impl Typos {
         if let Some(matches) = self.words.get(&key) {
             return Some(Arc::clone(matches));
         }
-        // The automaton depends on the term's text alone; the field is Tantivy's query's.
+        // The automaton depends on the term's text alone: any field will do.
         let field = Field::from_field_id(0);
         let fuzzy = FuzzyTermQuery::new(Term::from_field_text(field, term), distance, true);
         let matches = Arc::new(TypoMatches {
