@@ -12,7 +12,7 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex, RwLock};
 use pkm_block::BlockStore;
 use pkm_core::{KbError, KbResult, Vault, VaultPath};
-use pkm_index::{IndexEngine, IndexingGuard, SearchLanguage};
+use pkm_index::{IndexEngine, IndexWriter, IndexingGuard, SearchLanguage};
 use pkm_markdown::{Dialect, Flavor};
 
 use crate::hooks::SaveHooks;
@@ -111,6 +111,33 @@ impl Drop for App {
     }
 }
 
+/// The vault's search index and whether it was made anew (empty), which it is when it is missing,
+/// unreadable, of another schema, or older than the last commit the store relied on: commits are
+/// not synced, so a machine crash can take the last ones (ADR-0024).
+fn open_index(
+    vault: &Vault,
+    language: SearchLanguage,
+    store: &BlockStore,
+) -> KbResult<((IndexEngine, IndexWriter), bool)> {
+    let unusable = match IndexEngine::open(&vault.search_dir(), language) {
+        Ok((index, writer)) => match store.index_commit() {
+            Ok(Some(relied_on)) if writer.last_commit() < relied_on => format!(
+                "its last commit ({}) is older than the store's ({relied_on}), as after a \
+                 machine crash",
+                writer.last_commit()
+            ),
+            _ => return Ok(((index, writer), false)),
+        },
+        Err(e) => e.to_string(),
+    };
+    tracing::warn!(reason = %unusable, "search index unusable; recreating it");
+    let handles = IndexEngine::recreate(&vault.search_dir(), language).map_err(|e| {
+        tracing::error!(error = %e, "cannot create the search index");
+        KbError::from(e)
+    })?;
+    Ok((handles, true))
+}
+
 /// What a cached link graph was built from: the resolver generation and the store's write count.
 type GraphKey = (u64, u64);
 
@@ -145,19 +172,7 @@ impl App {
         })?;
         let language = search_language(&vault)?;
         let meaning = search_meaning(&vault, language)?;
-        let ((index, index_writer), recreated) =
-            match IndexEngine::open(&vault.search_dir(), language) {
-                Ok(handles) => (handles, false),
-                Err(e) => {
-                    tracing::warn!(error = %e, "search index unusable; recreating it");
-                    let handles =
-                        IndexEngine::recreate(&vault.search_dir(), language).map_err(|e| {
-                            tracing::error!(error = %e, "cannot create the search index");
-                            KbError::from(e)
-                        })?;
-                    (handles, true)
-                }
-            };
+        let ((index, index_writer), recreated) = open_index(&vault, language, &store)?;
         index.set_meaning(meaning);
         let root = crate::beneath::Root::open(vault.root()).map_err(|e| {
             tracing::error!(error = %e, "cannot open the vault folder");

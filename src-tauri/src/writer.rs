@@ -84,7 +84,7 @@ impl Writer {
     pub(crate) fn mark_all_lagging(&mut self, store: &BlockStore) -> KbResult<()> {
         let stored = store.fingerprints().map_err(KbError::from)?;
         let paths: Vec<&str> = stored.keys().map(String::as_str).collect();
-        self.store.mark_index_lag(&paths).map_err(KbError::from)?;
+        self.store.lag_new_index(&paths).map_err(KbError::from)?;
         Ok(())
     }
 
@@ -278,23 +278,30 @@ impl Change<'_> {
     /// Step 3: the store transaction committed (if one is open), one index commit, then the
     /// change's notes no longer lag. On an error the change aborts.
     pub(crate) fn finish(mut self) -> KbResult<()> {
+        let mut stamp = None;
         if let Some(pending) = self.in_transaction.take() {
             if self.index_dirty {
-                self.commit_both(pending)?;
+                stamp = Some(self.commit_both(pending)?);
             } else {
                 self.store.commit_transaction().map_err(KbError::from)?;
                 self.stored.extend(pending);
             }
         }
         if self.index_dirty {
-            self.index.commit().map_err(KbError::from)?;
+            stamp = Some(self.index.commit().map_err(KbError::from)?);
             self.index_dirty = false;
         }
         self.finished = true;
         let marked: Vec<&str> = self.marked.iter().map(String::as_str).collect();
-        if !marked.is_empty()
-            && let Err(e) = self.store.clear_index_lag(&marked)
-        {
+        // The commit's stamp goes with the marks' removal: should a machine crash take the
+        // commit and not this, the next open finds the index older than the store says it is,
+        // and rebuilds it (ADR-0024).
+        let cleared = match stamp {
+            Some(stamp) => self.store.indexed(&marked, stamp),
+            None if marked.is_empty() => Ok(()),
+            None => self.store.clear_index_lag(&marked),
+        };
+        if let Err(e) = cleared {
             // Harmless: the notes are re-indexed by the next scan.
             tracing::warn!(error = %e, "could not clear index-lag marks");
         }
@@ -307,7 +314,7 @@ impl Change<'_> {
     /// Searches see the new index once both are committed. When the index committed and the
     /// store did not, the index is ahead of the store's rows: every note of the change stays
     /// marked as lagging, so the next scan puts them back in step.
-    fn commit_both(&mut self, pending: Vec<String>) -> KbResult<()> {
+    fn commit_both(&mut self, pending: Vec<String>) -> KbResult<u64> {
         let (store, index) = (&mut *self.store, &mut *self.index);
         let (stored, indexed) = std::thread::scope(|s| {
             let committing = std::thread::Builder::new()
@@ -334,11 +341,12 @@ impl Change<'_> {
         match (stored, indexed) {
             (Ok(()), indexed) => {
                 self.stored.extend(pending);
-                indexed.map_err(KbError::from)?;
+                let stamp = indexed.map_err(KbError::from)?;
                 self.index_dirty = false;
-                self.index.publish().map_err(KbError::from)
+                self.index.publish().map_err(KbError::from)?;
+                Ok(stamp)
             }
-            (Err(e), Ok(())) => {
+            (Err(e), Ok(_)) => {
                 self.index_dirty = false;
                 self.stored.extend(pending);
                 self.stored.extend(self.new_marks.iter().cloned());

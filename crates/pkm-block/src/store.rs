@@ -34,6 +34,9 @@ const WAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
 /// Room for every distinct statement of the store, so none is ever re-prepared.
 const STATEMENT_CACHE: usize = 64;
 
+/// The meta key of the last index commit the store relied on ([`BlockStore::index_commit`]).
+const INDEX_COMMIT: &str = "index_commit";
+
 /// The read handle of the store: every lookup, never a change. `Send + Sync`; share it in an
 /// `Arc`. Its writing half is the [`StoreWriter`] that [`BlockStore::open`] hands out with it.
 ///
@@ -315,6 +318,15 @@ impl BlockStore {
 
     pub fn get_meta(&self, key: &str) -> Result<Option<String>, StoreError> {
         self.read(|c| read::meta(c, key))
+    }
+
+    /// The stamp of the last index commit the store relied on ([`StoreWriter::indexed`]): an
+    /// index whose own last commit is older lost commits (a machine crash) and must be rebuilt.
+    /// `None` when no commit was recorded since the index was made.
+    pub fn index_commit(&self) -> Result<Option<u64>, StoreError> {
+        Ok(self
+            .get_meta(INDEX_COMMIT)?
+            .and_then(|v| v.parse::<u64>().ok()))
     }
 
     /// `PRAGMA integrity_check` reports `ok`.
@@ -619,7 +631,34 @@ impl StoreWriter {
         })
     }
 
-    /// Records that the index has caught up with `paths` (after an index commit).
+    /// Records that the index has caught up with `paths` in its commit `stamp`: their marks go,
+    /// and the stamp is kept ([`BlockStore::index_commit`]), in one transaction.
+    pub fn indexed(&mut self, paths: &[&str], stamp: u64) -> Result<(), StoreError> {
+        self.write(|tx| {
+            let mut st = tx.prepare_cached("DELETE FROM index_lag WHERE path = ?1")?;
+            for p in paths {
+                st.execute([p])?;
+            }
+            write::set_meta(tx, INDEX_COMMIT, &stamp.to_string())
+        })
+    }
+
+    /// Marks every note at `paths` as lagging a new, empty index, and forgets the old index's
+    /// last commit, in one transaction.
+    pub fn lag_new_index(&mut self, paths: &[&str]) -> Result<(), StoreError> {
+        self.write(|tx| {
+            let mut st = tx.prepare_cached("INSERT OR IGNORE INTO index_lag (path) VALUES (?1)")?;
+            for p in paths {
+                st.execute([p])?;
+            }
+            tx.prepare_cached("DELETE FROM meta WHERE key = ?1")?
+                .execute([INDEX_COMMIT])?;
+            Ok(())
+        })
+    }
+
+    /// Clears the marks of `paths` without an index commit (a change undone before it reached
+    /// the index).
     pub fn clear_index_lag(&mut self, paths: &[&str]) -> Result<(), StoreError> {
         self.write(|tx| {
             let mut st = tx.prepare_cached("DELETE FROM index_lag WHERE path = ?1")?;

@@ -322,6 +322,61 @@ pub struct IndexWriter {
     analyzer: TextAnalyzer,
     /// The embedding model, for each note's vector.
     model: &'static Model<'static>,
+    /// The stamp of the last commit ([`IndexWriter::last_commit`]).
+    last_commit: u64,
+    /// Makes the index durable once `writer` is dropped (fields drop in order, so no commit can
+    /// follow): a clean close leaves no check for the next open (`directory.rs`).
+    _durable_on_close: DurableOnClose,
+}
+
+/// Makes its index durable when dropped ([`IndexDirectory::make_durable`]). Should that fail,
+/// the index keeps its mark, and the next open checks its files.
+struct DurableOnClose {
+    index: Index,
+    directory: IndexDirectory,
+}
+
+impl Drop for DurableOnClose {
+    fn drop(&mut self) {
+        let _ = self.directory.make_durable(|| {
+            files_of_last_commit(&self.index).map_err(|e| std::io::Error::other(e.to_string()))
+        });
+    }
+}
+
+/// Every file the last commit of `index` reads: each segment's components and its deletes.
+fn files_of_last_commit(index: &Index) -> tantivy::Result<Vec<std::path::PathBuf>> {
+    use tantivy::index::SegmentComponent::{
+        Delete, FastFields, FieldNorms, Positions, Postings, Store, Terms,
+    };
+    let mut files = Vec::new();
+    for segment in index.searchable_segment_metas()? {
+        for component in [Postings, Positions, Terms, FieldNorms, FastFields, Store] {
+            files.push(segment.relative_path(component));
+        }
+        if segment.has_deletes() {
+            files.push(segment.relative_path(Delete));
+        }
+    }
+    Ok(files)
+}
+
+/// An index that may hold writes not yet on the disk is used only if every file of its last
+/// commit is whole: a machine crash can cut a file the commit point names (`directory.rs`).
+fn check_last_commit(index: &Index) -> Result<(), IndexError> {
+    for file in files_of_last_commit(index).map_err(unreadable)? {
+        match index.directory().validate_checksum(&file) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(IndexError::Corrupt(format!(
+                    "{} does not match its checksum (cut by a crash?)",
+                    file.display()
+                )));
+            }
+            Err(e) => return Err(IndexError::Corrupt(e.to_string())),
+        }
+    }
+    Ok(())
 }
 
 impl std::fmt::Debug for IndexWriter {
@@ -376,12 +431,16 @@ impl IndexEngine {
             }
             Err(err) => return Err(IndexError::Io(err)),
         }
-        let index =
-            Index::open(IndexDirectory::open(dir).map_err(unreadable)?).map_err(unreadable)?;
+        let directory = IndexDirectory::open(dir).map_err(unreadable)?;
+        let unsynced = directory.is_marked();
+        let index = Index::open(directory.clone()).map_err(unreadable)?;
         if index.schema() != build_schema() {
             return Err(IndexError::SchemaMismatch);
         }
-        Self::from_index(index, language)
+        if unsynced {
+            check_last_commit(&index)?;
+        }
+        Self::from_index(index, directory, language)
     }
 
     /// Deletes `dir` with everything in it and creates an empty index of `language` there.
@@ -403,21 +462,23 @@ impl IndexEngine {
         dir: &Path,
         language: SearchLanguage,
     ) -> Result<(IndexEngine, IndexWriter), IndexError> {
+        let directory = IndexDirectory::open(dir)?;
         let index = Index::builder()
             .schema(build_schema())
             .tokenizers(tokenizers(language))
-            .open_or_create(IndexDirectory::open(dir)?)?;
+            .open_or_create(directory.clone())?;
         // Written after the index: a crash in between leaves an index without a version, which
         // the next open reports as a mismatch and the caller rebuilds.
         fs::write(
             dir.join(VERSION_FILE),
             format!("{}\n", version_line(language)),
         )?;
-        Self::from_index(index, language)
+        Self::from_index(index, directory, language)
     }
 
     fn from_index(
         mut index: Index,
+        directory: IndexDirectory,
         language: SearchLanguage,
     ) -> Result<(IndexEngine, IndexWriter), IndexError> {
         index.set_tokenizers(tokenizers(language));
@@ -431,6 +492,7 @@ impl IndexEngine {
             .build();
         let writer = index.writer_with_options(options).map_err(unreadable)?;
         writer.set_merge_policy(Box::new(merge_policy()));
+        let last_commit = writer.commit_opstamp();
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -456,6 +518,8 @@ impl IndexEngine {
             fields,
             analyzer,
             model,
+            last_commit,
+            _durable_on_close: DurableOnClose { index, directory },
         };
         Ok((engine, writer))
     }
@@ -602,22 +666,36 @@ impl IndexWriter {
     /// Drops every write since the last commit (a scan that failed half-way: its clear and its
     /// adds must not reach the next commit).
     pub fn rollback(&mut self) -> Result<(), IndexError> {
-        self.writer.rollback()?;
+        self.last_commit = self.writer.rollback()?;
+        // Tantivy's rollback starts a new writer of its own, with the default merge policy.
+        self.writer.set_merge_policy(Box::new(merge_policy()));
         Ok(())
     }
 
-    /// Makes every prior write durable and visible to the next search.
-    pub fn commit(&mut self) -> Result<(), IndexError> {
-        self.commit_unpublished()?;
-        self.publish()
+    /// Commits every prior write and shows it to the next search. Returns the commit's stamp,
+    /// which grows with each commit of this index ([`IndexWriter::last_commit`]).
+    ///
+    /// A commit is not synced to the disk (ADR-0024): a process that dies loses nothing, but a
+    /// machine crash may lose the last commits, or cut their files. An index with a cut file
+    /// fails to open ([`IndexError::Corrupt`]); one that lost whole commits opens with an older
+    /// [`IndexWriter::last_commit`] than the stamps its caller saw, which the caller recorded.
+    pub fn commit(&mut self) -> Result<u64, IndexError> {
+        let stamp = self.commit_unpublished()?;
+        self.publish()?;
+        Ok(stamp)
     }
 
-    /// [`IndexWriter::commit`] in two steps: the writes made durable here, shown to searches by
+    /// [`IndexWriter::commit`] in two steps: the writes committed here, shown to searches by
     /// [`IndexWriter::publish`]. For a commit that runs beside the store's (a bulk load), so that
     /// searches see the new index only once the store's rows are committed too.
-    pub fn commit_unpublished(&mut self) -> Result<(), IndexError> {
-        self.writer.commit()?;
-        Ok(())
+    pub fn commit_unpublished(&mut self) -> Result<u64, IndexError> {
+        self.last_commit = self.writer.commit()?;
+        Ok(self.last_commit)
+    }
+
+    /// The stamp of the index's last commit: at open, the one on the disk.
+    pub fn last_commit(&self) -> u64 {
+        self.last_commit
     }
 
     /// Shows the last commit to the next search.

@@ -66,7 +66,7 @@ impl Engine {
         self.writer.clear()
     }
 
-    fn commit(&mut self) -> Result<(), IndexError> {
+    fn commit(&mut self) -> Result<u64, IndexError> {
         self.writer.commit()
     }
 
@@ -858,6 +858,78 @@ fn a_cut_managed_file_list_is_corrupt_and_recreate_fixes_it() {
         let err = IndexEngine::open(&path, SearchLanguage::ENGLISH).unwrap_err();
         assert!(matches!(err, IndexError::Corrupt(_)), "{cut:?}: {err:?}");
         assert_recreate_fixes(&path);
+    }
+}
+
+/// A copy of the folder `from` at `to` (files only: an index folder has no subfolders).
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
+#[test]
+fn an_unsynced_index_is_used_only_if_every_file_of_its_last_commit_is_whole() {
+    let (dir, path) = populated_dir();
+    assert!(!path.join("unsynced").exists(), "a clean close syncs and drops the mark");
+    let mut engine = Engine::open(&path);
+    let before = engine.writer.last_commit();
+    engine
+        .replace_note("b.md", &[block("b2", "b.md", "badger")])
+        .unwrap();
+    let stamp = engine.commit().unwrap();
+    assert!(stamp > before && engine.writer.last_commit() == stamp);
+    assert!(path.join("unsynced").exists(), "a commit is not synced");
+    // The folder as the disk could hold it if the machine stopped now.
+    let stopped = dir.path().join("stopped");
+    copy_dir(&path, &stopped);
+    drop(engine);
+    assert!(!path.join("unsynced").exists());
+    assert_eq!(search_ids(&Engine::open(&path), "badger"), ["b2"]);
+
+    // Whole: it opens and holds the last commit.
+    let whole = dir.path().join("whole");
+    copy_dir(&stopped, &whole);
+    let (engine, writer) = IndexEngine::open(&whole, SearchLanguage::ENGLISH).unwrap();
+    assert_eq!(writer.last_commit(), stamp);
+    assert_eq!(search_ids(&engine, "badger"), ["b2"]);
+    drop((engine, writer));
+
+    // Any file the last commit names cut short, gone, or with a byte that is not what was
+    // written (past its footer's own checks: only its checksum tells): corrupt, and recreate
+    // fixes it.
+    // A segment's files are named by its id, which meta.json writes with dashes.
+    let meta = std::fs::read_to_string(stopped.join("meta.json"))
+        .unwrap()
+        .replace('-', "");
+    let mut segment_files: Vec<_> = std::fs::read_dir(&stopped)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.find('.').is_some_and(|dot| dot == 32 && meta.contains(&n[..dot])))
+        .collect();
+    segment_files.sort();
+    assert!(segment_files.len() >= 12, "two segments of six files: {segment_files:?}");
+    for (i, name) in segment_files.iter().enumerate() {
+        let cut = dir.path().join(format!("cut{i}"));
+        copy_dir(&stopped, &cut);
+        let file = cut.join(name);
+        match i % 3 {
+            0 => {
+                let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+                f.set_len(f.metadata().unwrap().len() - 1).unwrap();
+            }
+            1 => std::fs::remove_file(&file).unwrap(),
+            _ => {
+                let mut bytes = std::fs::read(&file).unwrap();
+                bytes[0] ^= 0xff;
+                std::fs::write(&file, bytes).unwrap();
+            }
+        }
+        let err = IndexEngine::open(&cut, SearchLanguage::ENGLISH).unwrap_err();
+        assert!(matches!(err, IndexError::Corrupt(_)), "{name}: {err:?}");
+        assert_recreate_fixes(&cut);
     }
 }
 

@@ -333,6 +333,43 @@ fn dropping_the_last_handle_frees_the_vault_at_once() {
     );
 }
 
+/// Index commits are not synced (ADR-0024): a machine crash can take the last ones while the store
+/// keeps their marks cleared. Reopened, the vault finds the index older than the store relied on,
+/// rebuilds it, and answers as the files say.
+#[test]
+fn an_index_that_lost_its_last_commits_is_rebuilt_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let search = dir.path().join(".pkm/search");
+    let stopped = dir.path().join("stopped-index");
+    {
+        let app = open(dir.path(), AppConfig::default());
+        let p = VaultPath::parse(app.vault(), "a.md").unwrap();
+        page::save_page(&app, &p, "- first aardvark\n", None).unwrap();
+        // The index as the disk could hold it if the machine stopped now (nothing is writing).
+        std::fs::create_dir_all(&stopped).unwrap();
+        for entry in std::fs::read_dir(&search).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), stopped.join(entry.file_name())).unwrap();
+        }
+        for (name, text) in [("b.md", "- second badger\n"), ("a.md", "- first anteater\n")] {
+            let p = VaultPath::parse(app.vault(), name).unwrap();
+            page::save_page(&app, &p, text, None).unwrap();
+        }
+    }
+    std::fs::remove_dir_all(&search).unwrap();
+    std::fs::rename(&stopped, &search).unwrap();
+
+    let app = open(dir.path(), AppConfig::default());
+    assert!(search::index_status(&app).unwrap().index_fresh);
+    for (word, hits) in [("badger", 1), ("anteater", 1), ("aardvark", 0)] {
+        assert_eq!(
+            search::search_blocks(&app, word, 5, 0).unwrap().total,
+            hits,
+            "{word}"
+        );
+    }
+}
+
 #[test]
 fn a_note_with_the_longest_name_a_file_may_have_is_saved_and_read_back() {
     // The save's temp file sits beside the note under a longer name; it must still fit.
