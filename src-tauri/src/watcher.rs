@@ -47,11 +47,19 @@ pub enum WatchMode {
 /// A running watcher; dropping it stops watching.
 pub struct VaultWatcher {
     control: Sender<Msg>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Drop for VaultWatcher {
+    /// Stops the watcher and waits for its thread, which holds the app: once this returns, the
+    /// watcher no longer keeps the vault open (the last handle closes it, ADR-0024's clean close).
     fn drop(&mut self) {
         let _ = self.control.send(Msg::Stop);
+        if let Some(thread) = self.thread.take()
+            && thread.thread().id() != std::thread::current().id()
+        {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -166,11 +174,14 @@ pub fn watch_with(app: &Arc<App>, mode: WatchMode) -> KbResult<Option<VaultWatch
     })?;
     let app = Arc::clone(app);
     let control = tx.clone();
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("stratum-watcher".into())
         .spawn(move || run(&app, &rx, &tx, watcher, mode))
         .map_err(|_| KbError::external("starting the watcher thread"))?;
-    Ok(Some(VaultWatcher { control }))
+    Ok(Some(VaultWatcher {
+        control,
+        thread: Some(thread),
+    }))
 }
 
 /// Whether `path` is outside the notes: not in the vault, or under a dot-folder (.pkm, .git,

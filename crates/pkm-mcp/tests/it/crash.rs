@@ -186,3 +186,46 @@ fn kill_9_of_the_leader_during_writes_loses_no_acknowledged_write() {
     );
     assert!(acknowledged > 0);
 }
+
+/// Index commits are not synced (ADR-0024). A server its client stops syncs the index and drops
+/// its mark; one killed leaves the mark, and the next server checks the index's files, keeps it
+/// (no rebuild) and answers from it at once.
+#[test]
+fn a_server_stopped_leaves_its_index_on_the_disk_and_one_killed_leaves_it_checked_at_the_next_open() {
+    let _serial = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path();
+    let mark = vault.join(".pkm/search/unsynced");
+    let hits = |s: &mut Server, word: &str| {
+        s.ok("kb_search", json!({"query": word}))["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["page_path"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+
+    let mut s = Server::start(vault);
+    s.ok("kb_write_page", json!({"path": "n.md", "content": "- walrus\n"}));
+    assert!(mark.exists(), "a commit is not synced");
+    drop(s); // stdin closed: the server exits on its own
+    assert!(!mark.exists(), "a clean stop syncs the index and drops the mark");
+
+    let mut s = Server::start(vault);
+    s.ok("kb_write_page", json!({"path": "m.md", "content": "- narwhal\n"}));
+    s.kill9();
+    assert!(mark.exists());
+
+    let log = dir.path().join("server.log");
+    let mut s = Server::start_with(
+        vault,
+        "warn",
+        Stdio::from(std::fs::File::create(&log).unwrap()),
+    );
+    assert_eq!(hits(&mut s, "narwhal"), ["m.md"]);
+    assert_eq!(hits(&mut s, "walrus"), ["n.md"]);
+    drop(s);
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(!log.contains("recreating"), "the index was kept: {log}");
+    assert!(!mark.exists());
+}
