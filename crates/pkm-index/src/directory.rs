@@ -222,7 +222,8 @@ mod tests {
     fn files_are_replaced_whole_and_a_commit_point_is_never_written_without_the_mark() {
         let dir = tempfile::tempdir().unwrap();
         let d = IndexDirectory::open(dir.path()).unwrap();
-        d.atomic_write(Path::new(".managed.json"), b"[\"a\"]").unwrap();
+        d.atomic_write(Path::new(".managed.json"), b"[\"a\"]")
+            .unwrap();
         d.atomic_write(Path::new(".managed.json"), b"[\"a\",\"b\"]")
             .unwrap();
         assert_eq!(

@@ -873,7 +873,10 @@ fn copy_dir(from: &Path, to: &Path) {
 #[test]
 fn an_unsynced_index_is_used_only_if_every_file_of_its_last_commit_is_whole() {
     let (dir, path) = populated_dir();
-    assert!(!path.join("unsynced").exists(), "a clean close syncs and drops the mark");
+    assert!(
+        !path.join("unsynced").exists(),
+        "a clean close syncs and drops the mark"
+    );
     let mut engine = Engine::open(&path);
     let before = engine.writer.last_commit();
     engine
@@ -907,10 +910,16 @@ fn an_unsynced_index_is_used_only_if_every_file_of_its_last_commit_is_whole() {
     let mut segment_files: Vec<_> = std::fs::read_dir(&stopped)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.find('.').is_some_and(|dot| dot == 32 && meta.contains(&n[..dot])))
+        .filter(|n| {
+            n.find('.')
+                .is_some_and(|dot| dot == 32 && meta.contains(&n[..dot]))
+        })
         .collect();
     segment_files.sort();
-    assert!(segment_files.len() >= 12, "two segments of six files: {segment_files:?}");
+    assert!(
+        segment_files.len() >= 12,
+        "two segments of six files: {segment_files:?}"
+    );
     for (i, name) in segment_files.iter().enumerate() {
         let cut = dir.path().join(format!("cut{i}"));
         copy_dir(&stopped, &cut);

@@ -351,7 +351,10 @@ fn an_index_that_lost_its_last_commits_is_rebuilt_at_open() {
             let entry = entry.unwrap();
             std::fs::copy(entry.path(), stopped.join(entry.file_name())).unwrap();
         }
-        for (name, text) in [("b.md", "- second badger\n"), ("a.md", "- first anteater\n")] {
+        for (name, text) in [
+            ("b.md", "- second badger\n"),
+            ("a.md", "- first anteater\n"),
+        ] {
             let p = VaultPath::parse(app.vault(), name).unwrap();
             page::save_page(&app, &p, text, None).unwrap();
         }

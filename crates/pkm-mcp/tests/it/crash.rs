@@ -191,7 +191,8 @@ fn kill_9_of_the_leader_during_writes_loses_no_acknowledged_write() {
 /// its mark; one killed leaves the mark, and the next server checks the index's files, keeps it
 /// (no rebuild) and answers from it at once.
 #[test]
-fn a_server_stopped_leaves_its_index_on_the_disk_and_one_killed_leaves_it_checked_at_the_next_open() {
+fn a_server_stopped_leaves_its_index_on_the_disk_and_one_killed_leaves_it_checked_at_the_next_open()
+{
     let _serial = common::serial();
     let dir = tempfile::tempdir().unwrap();
     let vault = dir.path();
@@ -206,13 +207,22 @@ fn a_server_stopped_leaves_its_index_on_the_disk_and_one_killed_leaves_it_checke
     };
 
     let mut s = Server::start(vault);
-    s.ok("kb_write_page", json!({"path": "n.md", "content": "- walrus\n"}));
+    s.ok(
+        "kb_write_page",
+        json!({"path": "n.md", "content": "- walrus\n"}),
+    );
     assert!(mark.exists(), "a commit is not synced");
     drop(s); // stdin closed: the server exits on its own
-    assert!(!mark.exists(), "a clean stop syncs the index and drops the mark");
+    assert!(
+        !mark.exists(),
+        "a clean stop syncs the index and drops the mark"
+    );
 
     let mut s = Server::start(vault);
-    s.ok("kb_write_page", json!({"path": "m.md", "content": "- narwhal\n"}));
+    s.ok(
+        "kb_write_page",
+        json!({"path": "m.md", "content": "- narwhal\n"}),
+    );
     s.kill9();
     assert!(mark.exists());
 
