@@ -22,6 +22,7 @@
 use std::collections::HashSet;
 use std::time::SystemTime;
 
+use pkm_core::folder::sync_folder;
 use pkm_core::{ErrorKind, KbError, KbResult, VaultPath, time};
 
 use crate::app::App;
@@ -29,7 +30,7 @@ use crate::convert::{Prepared, prepare};
 use crate::faults::Step;
 use crate::journal::{self, Entry, Found};
 use crate::read_failure::ReadFailure;
-use crate::write_path::{io_error, sync_folder};
+use crate::write_path::io_error;
 use crate::writer::Writer;
 
 /// One file of a multi-file change, with the bytes the planner read from disk.

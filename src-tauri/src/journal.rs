@@ -148,9 +148,9 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Makes `.pkm/`'s entries durable (where the OS can fsync a folder: `write_path::sync_folder`).
+/// Makes `.pkm/`'s entries durable (where the OS can fsync a folder: `pkm_core::folder`).
 fn sync_pkm(vault: &Vault) -> std::io::Result<()> {
-    crate::write_path::sync_folder(|| File::open(vault.pkm_dir())?.sync_all())
+    pkm_core::folder::sync_folder(|| File::open(vault.pkm_dir())?.sync_all())
 }
 
 /// Writes the journal of `entries` durably: a temp file fsynced, renamed into place, `.pkm/`

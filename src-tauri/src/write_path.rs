@@ -16,6 +16,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::time::{Duration, SystemTime};
 
+use pkm_core::folder::sync_folder;
 use pkm_core::{ErrorKind, KbError, KbResult, VaultPath, time};
 
 use crate::app::App;
@@ -100,16 +101,6 @@ fn temp_name(name: &str) -> OsString {
         &name[..keep],
         uuid::Uuid::new_v4().simple()
     ))
-}
-
-/// Makes a folder's entries (a rename, a removal) durable. Where the OS cannot fsync a folder
-/// (Windows: a folder opened as a file cannot be flushed, and NTFS journals its entries itself)
-/// that is no failure; anywhere else a failed fsync is one, and the write reports it.
-pub(crate) fn sync_folder(sync: impl FnOnce() -> std::io::Result<()>) -> std::io::Result<()> {
-    if cfg!(windows) {
-        return Ok(());
-    }
-    sync()
 }
 
 /// Whether `name` is one of [`temp_name`]'s, left behind by a save that was cut short.

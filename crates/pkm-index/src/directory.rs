@@ -84,21 +84,17 @@ impl IndexDirectory {
                 Err(e) => return Err(e),
             }
         }
-        sync_folder(&self.root)?;
+        sync_entries(&self.root)?;
         fs::remove_file(self.root.join(UNSYNCED_MARK))?;
-        sync_folder(&self.root)?;
+        sync_entries(&self.root)?;
         *marked = false;
         Ok(())
     }
 }
 
-/// Makes the folder's entries (files made, renamed, removed) durable. Windows has no such sync:
-/// its file system journals the entries itself.
-fn sync_folder(path: &Path) -> io::Result<()> {
-    if cfg!(windows) {
-        return Ok(());
-    }
-    File::open(path)?.sync_all()
+/// Makes the folder's entries (files made, renamed, removed) durable.
+fn sync_entries(path: &Path) -> io::Result<()> {
+    pkm_core::folder::sync_folder(|| File::open(path)?.sync_all())
 }
 
 /// Writes `data` to `path` by a rename over it, without a sync: a reader sees the old bytes or
@@ -185,7 +181,7 @@ impl Directory for IndexDirectory {
         if !*marked {
             let mark = self.root.join(UNSYNCED_MARK);
             File::create(&mark)?.sync_all()?;
-            sync_folder(&self.root)?;
+            sync_entries(&self.root)?;
             *marked = true;
         }
         replace_unsynced(&self.root.join(path), data)
