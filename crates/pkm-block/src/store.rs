@@ -568,7 +568,9 @@ impl StoreWriter {
 
     /// The writer's cache and its sorts in memory, as [`BlockStore::open`] sets them.
     fn writer_settings(&mut self) {
-        let _ = self.conn.pragma_update(None, "cache_size", WRITER_CACHE_KIB);
+        let _ = self
+            .conn
+            .pragma_update(None, "cache_size", WRITER_CACHE_KIB);
         let _ = self.conn.pragma_update(None, "temp_store", "MEMORY");
     }
 
