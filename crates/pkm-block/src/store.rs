@@ -619,26 +619,14 @@ impl StoreWriter {
     /// Records that the index entries of `paths` may be behind (before a save or delete); returns
     /// those of `paths` that were not marked already.
     pub fn mark_index_lag(&mut self, paths: &[&str]) -> Result<Vec<String>, StoreError> {
-        self.write(|tx| {
-            let mut st = tx.prepare_cached("INSERT OR IGNORE INTO index_lag (path) VALUES (?1)")?;
-            let mut new = Vec::new();
-            for p in paths {
-                if st.execute([p])? > 0 {
-                    new.push((*p).to_owned());
-                }
-            }
-            Ok(new)
-        })
+        self.write(|tx| mark_lag(tx, paths))
     }
 
     /// Records that the index has caught up with `paths` in its commit `stamp`: their marks go,
     /// and the stamp is kept ([`BlockStore::index_commit`]), in one transaction.
     pub fn indexed(&mut self, paths: &[&str], stamp: u64) -> Result<(), StoreError> {
         self.write(|tx| {
-            let mut st = tx.prepare_cached("DELETE FROM index_lag WHERE path = ?1")?;
-            for p in paths {
-                st.execute([p])?;
-            }
+            unmark_lag(tx, paths)?;
             write::set_meta(tx, INDEX_COMMIT, &stamp.to_string())
         })
     }
@@ -647,10 +635,7 @@ impl StoreWriter {
     /// last commit, in one transaction.
     pub fn lag_new_index(&mut self, paths: &[&str]) -> Result<(), StoreError> {
         self.write(|tx| {
-            let mut st = tx.prepare_cached("INSERT OR IGNORE INTO index_lag (path) VALUES (?1)")?;
-            for p in paths {
-                st.execute([p])?;
-            }
+            mark_lag(tx, paths)?;
             tx.prepare_cached("DELETE FROM meta WHERE key = ?1")?
                 .execute([INDEX_COMMIT])?;
             Ok(())
@@ -660,14 +645,29 @@ impl StoreWriter {
     /// Clears the marks of `paths` without an index commit (a change undone before it reached
     /// the index).
     pub fn clear_index_lag(&mut self, paths: &[&str]) -> Result<(), StoreError> {
-        self.write(|tx| {
-            let mut st = tx.prepare_cached("DELETE FROM index_lag WHERE path = ?1")?;
-            for p in paths {
-                st.execute([p])?;
-            }
-            Ok(())
-        })
+        self.write(|tx| unmark_lag(tx, paths))
     }
+}
+
+/// Marks `paths` as lagging the index; returns those that were not marked already.
+fn mark_lag(tx: &Connection, paths: &[&str]) -> Result<Vec<String>, StoreError> {
+    let mut st = tx.prepare_cached("INSERT OR IGNORE INTO index_lag (path) VALUES (?1)")?;
+    let mut new = Vec::new();
+    for p in paths {
+        if st.execute([p])? > 0 {
+            new.push((*p).to_owned());
+        }
+    }
+    Ok(new)
+}
+
+/// Clears the lag marks of `paths`.
+fn unmark_lag(tx: &Connection, paths: &[&str]) -> Result<(), StoreError> {
+    let mut st = tx.prepare_cached("DELETE FROM index_lag WHERE path = ?1")?;
+    for p in paths {
+        st.execute([p])?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
