@@ -363,6 +363,8 @@ fn files_of_last_commit(index: &Index) -> tantivy::Result<Vec<std::path::PathBuf
 
 /// An index that may hold writes not yet on the disk is used only if every file of its last
 /// commit is whole: a machine crash can cut a file the commit point names (`directory.rs`).
+/// Not Tantivy's `Index::validate_checksum`: that checks only the files its managed list names,
+/// and the list is itself written unsynced (ADR-0022), so a crash can leave a file off it.
 fn check_last_commit(index: &Index) -> Result<(), IndexError> {
     for file in files_of_last_commit(index).map_err(unreadable)? {
         match index.directory().validate_checksum(&file) {
