@@ -184,6 +184,19 @@ impl<'a> Model<'a> {
             if out.len() >= max {
                 break;
             }
+            // Most of a note: what `classify` and lowercasing below do to ASCII, without the
+            // general case's lookups.
+            if c.is_ascii() {
+                match c {
+                    ' ' | '\t' | '\n' | '\r' => flush(&mut word, out),
+                    '\0'..='\x1f' | '\x7f' => {}
+                    _ if self.uncased => {
+                        push_char(c.to_ascii_lowercase(), &mut word, out, &mut flush)
+                    }
+                    _ => push_char(c, &mut word, out, &mut flush),
+                }
+                continue;
+            }
             match classify(c) {
                 Class::Dropped => {}
                 Class::Space => flush(&mut word, out),

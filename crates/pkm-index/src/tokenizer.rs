@@ -100,19 +100,19 @@ pub(crate) fn analyzer(language: SearchLanguage) -> TextAnalyzer {
 /// Only the word split and that drop decide (the normalizer drops nothing), so this runs the
 /// splitter alone: a fraction of the cost of the analysis.
 pub(crate) fn value_starts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<u64> {
-    let mut words = WordTokenizer::default();
     let mut next = 0u64;
     texts
         .into_iter()
         .map(|text| {
             let start = next;
             let mut end = start;
-            let mut stream = words.token_stream(text);
-            while stream.advance() {
-                let token = stream.token();
-                if token.text.len() < MAX_TOKEN_BYTES {
-                    end = start + u64::try_from(token.position).unwrap_or(u64::MAX) + 1;
+            let (mut cursor, mut position) = (0, start);
+            while let Some((from, to)) = next_word(text, cursor) {
+                if to - from < MAX_TOKEN_BYTES {
+                    end = position + 1;
                 }
+                cursor = to;
+                position += 1;
             }
             next = end + 1;
             start
@@ -277,30 +277,37 @@ fn char_at(text: &str, i: usize) -> Option<(char, usize)> {
     }
 }
 
+/// The byte range of the first word of `text` at or after `cursor` (a char boundary), as
+/// [`WordTokenizer`] splits: a run of alphanumeric characters, or one character of an unspaced
+/// script.
+fn next_word(text: &str, cursor: usize) -> Option<(usize, usize)> {
+    let mut i = cursor;
+    loop {
+        let (c, len) = char_at(text, i)?;
+        if is_unspaced_script(c) {
+            return Some((i, i + len));
+        }
+        if c.is_alphanumeric() {
+            let start = i;
+            i += len;
+            while let Some((c, len)) = char_at(text, i) {
+                if !c.is_alphanumeric() || is_unspaced_script(c) {
+                    break;
+                }
+                i += len;
+            }
+            return Some((start, i));
+        }
+        i += len;
+    }
+}
+
 impl TokenStream for WordTokenStream<'_> {
     fn advance(&mut self) -> bool {
         self.token.text.clear();
-        let mut i = self.cursor;
-        let (from, to) = loop {
-            let Some((c, len)) = char_at(self.text, i) else {
-                self.cursor = self.text.len();
-                return false;
-            };
-            if is_unspaced_script(c) {
-                break (i, i + len);
-            }
-            if c.is_alphanumeric() {
-                let start = i;
-                i += len;
-                while let Some((c, len)) = char_at(self.text, i) {
-                    if !c.is_alphanumeric() || is_unspaced_script(c) {
-                        break;
-                    }
-                    i += len;
-                }
-                break (start, i);
-            }
-            i += len;
+        let Some((from, to)) = next_word(self.text, self.cursor) else {
+            self.cursor = self.text.len();
+            return false;
         };
         self.cursor = to;
         self.token.position = self.token.position.wrapping_add(1);
