@@ -184,19 +184,6 @@ impl<'a> Model<'a> {
             if out.len() >= max {
                 break;
             }
-            // Most of a note: what `classify` and lowercasing below do to ASCII, without the
-            // general case's lookups.
-            if c.is_ascii() {
-                match c {
-                    ' ' | '\t' | '\n' | '\r' => flush(&mut word, out),
-                    '\0'..='\x1f' | '\x7f' => {}
-                    _ if self.uncased => {
-                        push_char(c.to_ascii_lowercase(), &mut word, out, &mut flush)
-                    }
-                    _ => push_char(c, &mut word, out, &mut flush),
-                }
-                continue;
-            }
             match classify(c) {
                 Class::Dropped => {}
                 Class::Space => flush(&mut word, out),
@@ -208,6 +195,11 @@ impl<'a> Model<'a> {
                 Class::Other => {
                     if !self.uncased {
                         push_char(c, &mut word, out, &mut flush);
+                        continue;
+                    }
+                    // Most of a note: ASCII lowercases without the Unicode tables.
+                    if c.is_ascii() {
+                        push_char(c.to_ascii_lowercase(), &mut word, out, &mut flush);
                         continue;
                     }
                     for lower in c.to_lowercase() {
