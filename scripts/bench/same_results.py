@@ -23,7 +23,17 @@ def main():
     def norm(v):
         return where.get(v, v) if isinstance(v, str) else v
 
-    cols = sorted(c[1] for c in db.execute("PRAGMA table_info(blocks)"))
+    # A block's parent and left sibling, and a link's block, as "path#seq" whichever way the
+    # store keeps them (by id up to schema version 5, by seq since version 6).
+    cols = {c[1] for c in db.execute("PRAGMA table_info(blocks)")}
+    if "parent_seq" in cols:
+        neighbours = ("CASE WHEN b.parent_seq IS NULL THEN NULL ELSE p.path || '#' || b.parent_seq END, "
+                      "CASE WHEN b.left_seq IS NULL THEN NULL ELSE p.path || '#' || b.left_seq END")
+    else:
+        neighbours = "b.parent_id, b.left_id"
+    rest = sorted(cols - {"id", "page_id", "seq", "parent_id", "left_id", "parent_seq", "left_seq"})
+    link_cols = {c[1] for c in db.execute("PRAGMA table_info(links)")}
+    link_block = "l.block_id" if "block_id" in link_cols else "p.path || '#' || l.seq"
     rows = {
         "pages": sorted(tuple(r[1:]) for r in db.execute("SELECT * FROM pages")),
         "page_aliases": sorted(db.execute(
@@ -31,12 +41,12 @@ def main():
         "page_tags": sorted(db.execute(
             "SELECT p.path, t.tag_key, t.tag, t.ord FROM page_tags t JOIN pages p ON p.id = t.page_id")),
         "blocks": sorted(tuple(norm(v) for v in r) for r in db.execute(
-            "SELECT " + ", ".join("b." + c for c in cols if c != "page_id")
+            f"SELECT b.id, b.seq, {neighbours}, " + ", ".join("b." + c for c in rest)
             + ", p.path FROM blocks b JOIN pages p ON p.id = b.page_id")),
         "block_tags": sorted(db.execute(
             "SELECT p.path, t.seq, t.tag_key, t.tag FROM block_tags t JOIN pages p ON p.id = t.page_id")),
         "links": sorted(tuple(norm(v) for v in r) for r in db.execute(
-            "SELECT p.path, l.seq, l.n, l.block_id, l.target, l.target_key, l.alias, l.position, l.embed"
+            f"SELECT p.path, l.seq, l.n, {link_block}, l.target, l.target_key, l.alias, l.position, l.embed"
             " FROM links l JOIN pages p ON p.id = l.page_id")),
         "index_lag": sorted(db.execute("SELECT path FROM index_lag")),
     }

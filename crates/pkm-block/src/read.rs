@@ -19,19 +19,22 @@ macro_rules! page_select {
     };
 }
 
+/// The columns of a [`BlockRow`]: a block's parent and left sibling are their `seq` in the page.
 macro_rules! block_select {
     () => {
-        "SELECT b.id, p.path, b.parent_id, b.left_id, b.ord, b.content, b.properties_json,
+        "SELECT b.id, p.path, b.seq, b.parent_seq, b.left_seq, b.ord, b.content, b.properties_json,
                 b.marker, b.priority, b.collapsed, b.heading_level
          FROM blocks b JOIN pages p ON p.id = b.page_id "
     };
 }
 
+/// The columns of a [`StoredLink`]: the block's id comes from its row, by `(page_id, seq)`.
 #[cfg(feature = "test-support")]
 macro_rules! link_select {
     () => {
-        "SELECT l.block_id, p.path, l.target, l.target_key, l.alias, l.position, l.embed
-         FROM links l JOIN pages p ON p.id = l.page_id "
+        "SELECT b.id, p.path, l.target, l.target_key, l.alias, l.position, l.embed
+         FROM links l JOIN pages p ON p.id = l.page_id
+         JOIN blocks b ON b.page_id = l.page_id AND b.seq = l.seq "
     };
 }
 
@@ -69,25 +72,69 @@ fn page_row(row: &Row<'_>) -> rusqlite::Result<PageRow> {
     })
 }
 
-fn block_row(row: &Row<'_>) -> rusqlite::Result<StoredBlock> {
-    let props: Option<String> = row.get(6)?;
+/// A stored block as its row holds it: the parent and the left sibling by their `seq`.
+struct BlockRow {
+    seq: i64,
+    parent: Option<i64>,
+    left: Option<i64>,
+    /// Without `parent_id` and `left_id` until [`with_neighbours`] fills them in.
+    block: StoredBlock,
+}
+
+fn block_row(row: &Row<'_>) -> rusqlite::Result<BlockRow> {
+    let props: Option<String> = row.get(7)?;
     let properties = match props {
         None => Vec::new(),
-        Some(s) => serde_json::from_str(&s).map_err(|e| bad_data(6, e.to_string()))?,
+        Some(s) => serde_json::from_str(&s).map_err(|e| bad_data(7, e.to_string()))?,
     };
-    Ok(StoredBlock {
-        id: row.get(0)?,
-        page_path: row.get(1)?,
-        parent_id: row.get(2)?,
-        left_id: row.get(3)?,
-        ord: row.get(4)?,
-        content: row.get(5)?,
-        properties,
-        marker: row.get(7)?,
-        priority: row.get(8)?,
-        collapsed: row.get(9)?,
-        heading_level: row.get(10)?,
+    Ok(BlockRow {
+        seq: row.get(2)?,
+        parent: row.get(3)?,
+        left: row.get(4)?,
+        block: StoredBlock {
+            id: row.get(0)?,
+            page_path: row.get(1)?,
+            parent_id: None,
+            left_id: None,
+            ord: row.get(5)?,
+            content: row.get(6)?,
+            properties,
+            marker: row.get(8)?,
+            priority: row.get(9)?,
+            collapsed: row.get(10)?,
+            heading_level: row.get(11)?,
+        },
     })
+}
+
+/// The blocks of one page from all its rows in `seq` order, each with the ids of its parent and
+/// left sibling, which come before it in the page.
+fn with_neighbours(rows: Vec<BlockRow>) -> Result<Vec<StoredBlock>, StoreError> {
+    let mut seqs: Vec<i64> = Vec::with_capacity(rows.len());
+    let mut blocks: Vec<StoredBlock> = Vec::with_capacity(rows.len());
+    for row in rows {
+        let id_at = |seq: Option<i64>| {
+            seq.map(|seq| {
+                seqs.binary_search(&seq)
+                    .ok()
+                    .and_then(|i| blocks.get(i))
+                    .map(|b| b.id.clone())
+                    .ok_or_else(|| {
+                        StoreError::Corrupt(format!(
+                            "block {} of a page names block {seq} of it, which does not come before it",
+                            row.seq
+                        ))
+                    })
+            })
+            .transpose()
+        };
+        let mut block = row.block;
+        block.parent_id = id_at(row.parent)?;
+        block.left_id = id_at(row.left)?;
+        seqs.push(row.seq);
+        blocks.push(block);
+    }
+    Ok(blocks)
 }
 
 fn link_row(row: &Row<'_>) -> rusqlite::Result<StoredLink> {
@@ -116,13 +163,32 @@ pub(crate) fn page(c: &Connection, path: &str) -> Result<Option<PageRow>, StoreE
 pub(crate) fn blocks_of_page(c: &Connection, path: &str) -> Result<Vec<StoredBlock>, StoreError> {
     let mut st = c.prepare_cached(concat!(block_select!(), "WHERE p.path = ?1 ORDER BY b.seq"))?;
     let rows = st.query_map([path], block_row)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    with_neighbours(rows.collect::<Result<_, _>>()?)
+}
+
+/// The block `seq` of the page at `path`, read with its page (its parent and sibling are there).
+#[cfg(feature = "test-support")]
+fn block_at(c: &Connection, path: &str, seq: i64) -> Result<Option<StoredBlock>, StoreError> {
+    let mut st = c.prepare_cached(concat!(
+        block_select!(),
+        "WHERE p.path = ?1 AND b.seq <= ?2 ORDER BY b.seq"
+    ))?;
+    let rows = st.query_map(params![path, seq], block_row)?;
+    Ok(with_neighbours(rows.collect::<Result<_, _>>()?)?.pop())
 }
 
 #[cfg(feature = "test-support")]
 pub(crate) fn block(c: &Connection, id: &str) -> Result<Option<StoredBlock>, StoreError> {
-    let mut st = c.prepare_cached(concat!(block_select!(), "WHERE b.id = ?1"))?;
-    Ok(st.query_row([id], block_row).optional()?)
+    let mut st = c.prepare_cached(
+        "SELECT p.path, b.seq FROM blocks b JOIN pages p ON p.id = b.page_id WHERE b.id = ?1",
+    )?;
+    let found: Option<(String, i64)> = st
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    match found {
+        Some((path, seq)) => block_at(c, &path, seq),
+        None => Ok(None),
+    }
 }
 
 #[cfg(feature = "test-support")]
@@ -200,7 +266,7 @@ pub(crate) fn links_to_keys(
     for chunk in keys.chunks(KEYS_PER_QUERY) {
         let marks = vec!["?"; chunk.len()].join(", ");
         let sql = format!(
-            "SELECT l.block_id, p.path, l.target, l.target_key, l.alias, l.position, l.embed,
+            "SELECT b.id, p.path, l.target, l.target_key, l.alias, l.position, l.embed,
                     b.content, l.seq, l.n
              FROM links l
              JOIN pages p ON p.id = l.page_id
@@ -311,13 +377,21 @@ pub(crate) fn blocks_with_tag(
     tag: &str,
     limit: usize,
 ) -> Result<Vec<StoredBlock>, StoreError> {
-    let mut st = c.prepare_cached(concat!(
-        block_select!(),
-        "JOIN block_tags t ON t.page_id = b.page_id AND t.seq = b.seq WHERE t.tag_key = ?1
-         ORDER BY p.path, b.seq LIMIT ?2"
-    ))?;
-    let rows = st.query_map(params![tag.to_lowercase(), sql_limit(limit)], block_row)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    let mut st = c.prepare_cached(
+        "SELECT p.path, b.seq FROM blocks b JOIN pages p ON p.id = b.page_id
+         JOIN block_tags t ON t.page_id = b.page_id AND t.seq = b.seq WHERE t.tag_key = ?1
+         ORDER BY p.path, b.seq LIMIT ?2",
+    )?;
+    let found = st
+        .query_map(params![tag.to_lowercase(), sql_limit(limit)], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut blocks = Vec::with_capacity(found.len());
+    for (path, seq) in found {
+        blocks.extend(block_at(c, &path, seq)?);
+    }
+    Ok(blocks)
 }
 
 pub(crate) fn all_tags(c: &Connection) -> Result<Vec<(String, u64)>, StoreError> {

@@ -283,13 +283,13 @@ fn insert_blocks(
     ids: &[String],
 ) -> Result<(), StoreError> {
     let mut insert_block = tx.prepare_cached(
-        "INSERT INTO blocks (id, page_id, seq, parent_id, left_id, ord, content, properties_json,
+        "INSERT INTO blocks (id, page_id, seq, parent_seq, left_seq, ord, content, properties_json,
                              marker, priority, collapsed, heading_level)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?;
     let mut insert_link = tx.prepare_cached(
-        "INSERT INTO links (page_id, seq, n, block_id, target, target_key, alias, position, embed)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO links (page_id, seq, n, target, target_key, alias, position, embed)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
     let mut insert_tag = tx.prepare_cached(
         "INSERT OR IGNORE INTO block_tags (page_id, seq, tag_key, tag) VALUES (?1, ?2, ?3, ?4)",
@@ -300,13 +300,14 @@ fn insert_blocks(
     let mut child_count: Vec<u32> = vec![0; blocks.len() + 1];
 
     for (i, (b, id)) in blocks.iter().zip(ids).enumerate() {
+        // A block's `seq` is its index here, so its parent's and left sibling's are theirs.
+        if b.parent.is_some_and(|p| p >= i) {
+            return Err(StoreError::InvalidInput(format!(
+                "block {i} names a parent that does not come before it"
+            )));
+        }
         let slot = b.parent.map_or(0, |p| p + 1);
-        let parent_id = b.parent.and_then(|p| ids.get(p));
-        let left_id = last_child
-            .get(slot)
-            .copied()
-            .flatten()
-            .and_then(|l| ids.get(l));
+        let left = last_child.get(slot).copied().flatten();
         let ord = child_count.get(slot).copied().unwrap_or(0);
         if let Some(l) = last_child.get_mut(slot) {
             *l = Some(i);
@@ -323,12 +324,13 @@ fn insert_blocks(
             )
         };
         let seq = to_i64(i as u64, "block index")?;
+        let seq_of = |at: Option<usize>| at.map(|at| to_i64(at as u64, "block index")).transpose();
         insert_block.execute(params![
             id,
             page_id,
             seq,
-            parent_id,
-            left_id,
+            seq_of(b.parent)?,
+            seq_of(left)?,
             ord,
             b.content,
             properties,
@@ -342,7 +344,6 @@ fn insert_blocks(
                 page_id,
                 seq,
                 to_i64(n as u64, "link index")?,
-                id,
                 link.target,
                 link.target_key,
                 link.alias,

@@ -1138,19 +1138,96 @@ fn a_bulk_load_keeps_the_id_rules_and_builds_the_indexes_again_at_its_end() {
     assert_eq!(index_definitions(&db), before);
 }
 
+/// Rewrites a store as schema version 5 made it: a block's parent and left sibling, and a link's
+/// block, kept as copies of their ids.
+fn as_version_5(conn: &rusqlite::Connection) {
+    conn.execute_batch(
+        "CREATE TABLE blocks_v5 (
+            id TEXT NOT NULL, page_id INTEGER NOT NULL REFERENCES pages(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL, parent_id TEXT, left_id TEXT, ord INTEGER NOT NULL,
+            content TEXT NOT NULL, properties_json TEXT, marker TEXT, priority TEXT,
+            collapsed INTEGER NOT NULL DEFAULT 0, heading_level INTEGER);
+         INSERT INTO blocks_v5 SELECT b.id, b.page_id, b.seq,
+             (SELECT p.id FROM blocks p WHERE p.page_id = b.page_id AND p.seq = b.parent_seq),
+             (SELECT l.id FROM blocks l WHERE l.page_id = b.page_id AND l.seq = b.left_seq),
+             b.ord, b.content, b.properties_json, b.marker, b.priority, b.collapsed, b.heading_level
+             FROM blocks b ORDER BY b.page_id, b.seq;
+         CREATE TABLE links_v5 (
+            page_id INTEGER NOT NULL REFERENCES pages(id) ON DELETE CASCADE, seq INTEGER NOT NULL,
+            n INTEGER NOT NULL, block_id TEXT NOT NULL, target TEXT NOT NULL,
+            target_key TEXT NOT NULL, alias TEXT, position INTEGER NOT NULL,
+            embed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (page_id, seq, n)) WITHOUT ROWID;
+         INSERT INTO links_v5 SELECT l.page_id, l.seq, l.n, b.id, l.target, l.target_key, l.alias,
+             l.position, l.embed
+             FROM links l JOIN blocks b ON b.page_id = l.page_id AND b.seq = l.seq;
+         DROP TABLE blocks;
+         ALTER TABLE blocks_v5 RENAME TO blocks;
+         CREATE UNIQUE INDEX blocks_page ON blocks(page_id, seq);
+         CREATE UNIQUE INDEX blocks_id ON blocks(id);
+         DROP TABLE links;
+         ALTER TABLE links_v5 RENAME TO links;
+         CREATE INDEX links_target ON links(target_key);
+         PRAGMA user_version = 5;",
+    )
+    .unwrap();
+}
+
+/// A page of nested blocks with links, saved, and its blocks and links as read back.
+fn saved_tree(
+    writer: &mut StoreWriter,
+    store: &BlockStore,
+) -> (Vec<pkm_block::StoredBlock>, Vec<pkm_block::StoredLink>) {
+    let mut linked = child(0, "two [[B]]");
+    linked.links = vec![link("B", 4)];
+    let blocks = [
+        block("one"),
+        linked,
+        child(1, "three"),
+        child(0, "four"),
+        block("five"),
+    ];
+    writer.save_page(&page("a.md", "A"), &blocks).unwrap();
+    (
+        store.get_blocks_by_page(&vp("a.md")).unwrap(),
+        store.links_of_page(&vp("a.md")).unwrap(),
+    )
+}
+
+#[test]
+fn a_store_whose_blocks_named_their_neighbours_by_id_keeps_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("blocks.db");
+    let (store, mut writer) = BlockStore::open(&db).unwrap();
+    let (blocks, links) = saved_tree(&mut writer, &store);
+    assert_eq!(blocks[3].parent_id.as_deref(), Some(blocks[0].id.as_str()));
+    assert_eq!(blocks[3].left_id.as_deref(), Some(blocks[1].id.as_str()));
+    assert_eq!(links[0].block_id, blocks[1].id);
+    let fresh = index_definitions(&db);
+    drop((store, writer));
+    as_version_5(&rusqlite::Connection::open(&db).unwrap());
+
+    let (store, _writer) = BlockStore::open(&db).unwrap();
+    assert_eq!(index_definitions(&db), fresh);
+    assert_eq!(store.get_blocks_by_page(&vp("a.md")).unwrap(), blocks);
+    assert_eq!(store.links_of_page(&vp("a.md")).unwrap(), links);
+    assert_eq!(
+        store.get_block(&blocks[2].id).unwrap().as_ref(),
+        Some(&blocks[2])
+    );
+}
+
 #[test]
 fn a_store_whose_block_ids_were_the_primary_key_keeps_its_rows() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("blocks.db");
     let (store, mut writer) = BlockStore::open(&db).unwrap();
-    let ids = writer
-        .save_page(&page("a.md", "A"), &[block("one"), child(0, "two")])
-        .unwrap();
+    let (blocks, _) = saved_tree(&mut writer, &store);
     let fresh = index_definitions(&db);
     drop((store, writer));
     // The table as schema version 4 made it: the id its primary key.
     {
         let conn = rusqlite::Connection::open(&db).unwrap();
+        as_version_5(&conn);
         conn.execute_batch(
             "CREATE TABLE blocks_v4 (
                 id TEXT PRIMARY KEY NOT NULL, page_id INTEGER NOT NULL REFERENCES pages(id) ON DELETE CASCADE,
@@ -1167,8 +1244,19 @@ fn a_store_whose_block_ids_were_the_primary_key_keeps_its_rows() {
     }
     let (store, _writer) = BlockStore::open(&db).unwrap();
     assert_eq!(index_definitions(&db), fresh);
-    let blocks = store.get_blocks_by_page(&vp("a.md")).unwrap();
-    assert_eq!(blocks.iter().map(|b| b.id.clone()).collect::<Vec<_>>(), ids);
-    assert_eq!(blocks[1].parent_id.as_deref(), Some(ids[0].as_str()));
-    assert_eq!(store.get_block(&ids[1]).unwrap().unwrap().content, "two");
+    assert_eq!(store.get_blocks_by_page(&vp("a.md")).unwrap(), blocks);
+    assert_eq!(
+        store.get_block(&blocks[1].id).unwrap().unwrap().content,
+        "two [[B]]"
+    );
+}
+
+#[test]
+fn a_block_whose_parent_does_not_come_before_it_is_refused_and_nothing_is_saved() {
+    let (_dir, store, mut writer) = open();
+    let err = writer
+        .save_page(&page("a.md", "A"), &[child(1, "one"), block("two")])
+        .unwrap_err();
+    assert!(matches!(err, StoreError::InvalidInput(_)), "{err:?}");
+    assert!(store.get_page(&vp("a.md")).unwrap().is_none());
 }
