@@ -49,7 +49,7 @@ pub const MAX_SCORE_MATCHES: usize = 5000;
 /// Version of everything that decides what the index holds: the schema *and* the analyzer. Bump it
 /// whenever either changes, so that an index built by an older binary is reported as
 /// [`IndexError::SchemaMismatch`] and rebuilt, instead of silently answering with stale tokens.
-pub const SCHEMA_VERSION: &str = "pkm-index/7";
+pub const SCHEMA_VERSION: &str = "pkm-index/8";
 
 /// File in the index directory holding [`SCHEMA_VERSION`] and the search language. Tantivy's garbage collector only
 /// deletes files it created itself, so it leaves this one alone.
@@ -205,11 +205,12 @@ fn build_schema() -> Schema {
             .set_tokenizer(ANALYZER_NAME)
             .set_index_option(IndexRecordOption::WithFreqsAndPositions),
     );
-    // FAST on the two ids: the tie-break of the search order and the page order of tag
-    // search sort on them without touching the document store. Block ids are never looked up as
-    // terms, so they are not indexed: a term dictionary of ~25 random UUIDs per note was a
-    // quarter of the indexing thread's time (FST building).
-    builder.add_text_field(BLOCK_ID, STORED | FAST);
+    // Block ids are stored only: never looked up as terms (a term dictionary of ~25 random UUIDs
+    // per note was a quarter of the indexing thread's time) nor sorted on (hits are ordered by
+    // score, then page path and position), so no fast column either (its dictionary of every
+    // block id was ~2 % of a cold index).
+    builder.add_text_field(BLOCK_ID, STORED);
+    // FAST: the page order of hits and of tag search sorts on it without the document store.
     builder.add_text_field(PAGE_PATH, STRING | STORED | FAST);
     builder.add_text_field("kind", STRING);
     // A block's text is stored, not indexed: its words are indexed once, in its note's `body`.
