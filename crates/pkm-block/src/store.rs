@@ -80,6 +80,8 @@ struct Bulk {
     /// The `CREATE INDEX` statements of the dropped indexes, run again before the commit.
     indexes: Vec<String>,
     held: write::HeldIds,
+    /// A write of the load failed half-way: it can only be rolled back.
+    broken: bool,
 }
 
 /// A poisoned lock only means another thread panicked while holding it; the connection inside is
@@ -362,9 +364,26 @@ impl StoreWriter {
         &mut self,
         f: impl FnOnce(&Connection) -> Result<T, E>,
     ) -> Result<T, E> {
+        self.write_with(|tx, _| f(tx))
+    }
+
+    /// [`Self::write`], `f` given the ids held during a bulk load. A bulk load's writes run
+    /// without a savepoint: the load is committed whole or not at all, so a write of it that
+    /// fails half-way marks it broken, and [`Self::commit_transaction`] then rolls it back. (With
+    /// a savepoint open, SQLite first copied every page the load's small cache spilled into a
+    /// statement journal.)
+    fn write_with<T, E: From<StoreError>>(
+        &mut self,
+        f: impl FnOnce(&Connection, Option<&mut write::HeldIds>) -> Result<T, E>,
+    ) -> Result<T, E> {
         if self.open {
+            if let Some(bulk) = &mut self.bulk {
+                let out = f(&self.conn, Some(&mut bulk.held));
+                bulk.broken |= out.is_err();
+                return out;
+            }
             let sp = self.conn.savepoint().map_err(StoreError::from)?;
-            let out = f(&sp)?;
+            let out = f(&sp, None)?;
             sp.commit().map_err(StoreError::from)?;
             return Ok(out);
         }
@@ -372,7 +391,7 @@ impl StoreWriter {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(StoreError::from)?;
-        let out = f(&tx)?;
+        let out = f(&tx, None)?;
         tx.commit().map_err(StoreError::from)?;
         self.writes.fetch_add(1, Ordering::AcqRel);
         Ok(out)
@@ -398,27 +417,14 @@ impl StoreWriter {
         P: std::borrow::Borrow<PageRecord>,
         B: AsRef<[NewBlock]>,
     {
-        let mut held = self.bulk.take().map(|b| (b.indexes, b.held));
-        let out = self.write(|tx| {
+        self.write_with(|tx, mut held| {
             pages
                 .iter()
                 .map(|(page, blocks)| {
-                    write::save_page(
-                        tx,
-                        page.borrow(),
-                        blocks.as_ref(),
-                        held.as_mut().map(|(_, h)| h),
-                    )
+                    write::save_page(tx, page.borrow(), blocks.as_ref(), held.as_deref_mut())
                 })
                 .collect()
-        });
-        if let Some((indexes, mut held)) = held {
-            if out.is_err() {
-                held.distrust();
-            }
-            self.bulk = Some(Bulk { indexes, held });
-        }
-        out
+        })
     }
 
     /// [`Self::save_pages`] for pages of which some moved: a page given with the path it had
@@ -514,7 +520,11 @@ impl StoreWriter {
                 self.conn
                     .execute_batch(&format!("DROP INDEX IF EXISTS \"{name}\""))?;
             }
-            Ok::<_, StoreError>(Bulk { indexes, held })
+            Ok::<_, StoreError>(Bulk {
+                indexes,
+                held,
+                broken: false,
+            })
         })();
         match started {
             Ok(bulk) => {
@@ -535,6 +545,12 @@ impl StoreWriter {
         if !self.open {
             return Err(StoreError::InvalidInput(
                 "no write transaction is open".to_owned(),
+            ));
+        }
+        if self.bulk.as_ref().is_some_and(|bulk| bulk.broken) {
+            self.rollback_transaction()?;
+            return Err(StoreError::InvalidInput(
+                "a write of the bulk load failed half-way, so the load was rolled back".to_owned(),
             ));
         }
         if let Some(bulk) = &mut self.bulk {

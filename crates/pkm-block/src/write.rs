@@ -15,8 +15,8 @@ fn to_i64(n: u64, what: &str) -> Result<i64, StoreError> {
 /// The block ids the store holds, kept in memory during a bulk load (`StoreWriter::begin_bulk`),
 /// whose id index is dropped until it commits: how many blocks hold each id, by a hash of the id.
 /// A hash seen means "maybe held", confirmed by a scan of the table (rare: a duplicate explicit
-/// `id::`); a hash never seen means "not held". Once `exact` is false (a write failed half-way,
-/// so the counts may disagree with the rows), every id is confirmed in the table.
+/// `id::`); a hash never seen means "not held". (A bulk load with a write that failed half-way,
+/// whose counts may disagree with the rows, is never committed: `StoreWriter::write_with`.)
 ///
 /// Only ids a block can be asked about are counted: those in the store when the load began and
 /// those the load keeps (explicit `id::`s, ids kept by content). A fresh UUID v4 is never
@@ -25,7 +25,6 @@ fn to_i64(n: u64, what: &str) -> Result<i64, StoreError> {
 #[derive(Debug, Default)]
 pub(crate) struct HeldIds {
     counts: HashMap<u64, u32>,
-    exact: bool,
 }
 
 fn id_hash(id: &str) -> u64 {
@@ -38,10 +37,7 @@ fn id_hash(id: &str) -> u64 {
 impl HeldIds {
     /// Every block id in the store now.
     pub(crate) fn load(c: &Connection) -> Result<HeldIds, StoreError> {
-        let mut held = HeldIds {
-            counts: HashMap::new(),
-            exact: true,
-        };
+        let mut held = HeldIds::default();
         let mut st = c.prepare("SELECT id FROM blocks")?;
         let mut rows = st.query([])?;
         while let Some(row) = rows.next()? {
@@ -60,11 +56,6 @@ impl HeldIds {
         }
     }
 
-    /// After a write that failed half-way (its savepoint rolled back, the counts not).
-    pub(crate) fn distrust(&mut self) {
-        self.exact = false;
-    }
-
     /// After every block was deleted.
     pub(crate) fn cleared(&mut self) {
         self.counts.clear();
@@ -72,7 +63,7 @@ impl HeldIds {
 
     /// Whether any block holds `id` (the page being saved has had its rows deleted).
     fn held(&self, c: &Connection, id: &str) -> Result<bool, StoreError> {
-        if self.exact && self.counts.get(&id_hash(id)).is_none_or(|n| *n == 0) {
+        if self.counts.get(&id_hash(id)).is_none_or(|n| *n == 0) {
             return Ok(false);
         }
         Ok(

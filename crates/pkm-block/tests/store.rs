@@ -1260,3 +1260,27 @@ fn a_block_whose_parent_does_not_come_before_it_is_refused_and_nothing_is_saved(
     assert!(matches!(err, StoreError::InvalidInput(_)), "{err:?}");
     assert!(store.get_page(&vp("a.md")).unwrap().is_none());
 }
+
+#[test]
+fn a_bulk_load_with_a_write_that_failed_half_way_is_rolled_back_whole() {
+    let (dir, store, mut writer) = open();
+    let db = dir.path().join("blocks.db");
+    let before = index_definitions(&db);
+    writer
+        .save_page(&page("kept.md", "Kept"), &[block("kept")])
+        .unwrap();
+    writer.begin_bulk().unwrap();
+    writer.save_page(&page("a.md", "A"), &[block("a")]).unwrap();
+    // The first block is written, the second is refused: the write stops half-way.
+    let bad = [block("one"), child(2, "two"), block("three")];
+    assert!(writer.save_page(&page("b.md", "B"), &bad).is_err());
+    let err = writer.commit_transaction().unwrap_err();
+    assert!(err.to_string().contains("rolled back"), "{err}");
+    assert_eq!(store.page_count().unwrap(), 1);
+    assert_eq!(contents(&store, "kept.md"), ["kept"]);
+    assert!(store.get_page(&vp("a.md")).unwrap().is_none());
+    assert_eq!(index_definitions(&db), before, "the dropped indexes are back");
+    // The writer is itself again: the next write commits.
+    writer.save_page(&page("c.md", "C"), &[block("c")]).unwrap();
+    assert_eq!(contents(&store, "c.md"), ["c"]);
+}
