@@ -180,10 +180,27 @@ impl<'a> Model<'a> {
             }
             word.clear();
         };
-        for c in text.chars() {
+        let mut rest = text;
+        while let Some(c) = rest.chars().next() {
             if out.len() >= max {
                 break;
             }
+            // A run of ASCII letters and digits (most of a note) joins the word as it is, or
+            // lowercased: what the loop below does to each of them, without classifying them.
+            let run = rest
+                .bytes()
+                .position(|b| !b.is_ascii_alphanumeric())
+                .unwrap_or(rest.len());
+            if let Some((letters, after)) = rest.split_at_checked(run).filter(|_| run > 0) {
+                if self.uncased {
+                    word.extend(letters.chars().map(|c| c.to_ascii_lowercase()));
+                } else {
+                    word.push_str(letters);
+                }
+                rest = after;
+                continue;
+            }
+            rest = rest.get(c.len_utf8()..).unwrap_or_default();
             match classify(c) {
                 Class::Dropped => {}
                 Class::Space => flush(&mut word, out),

@@ -279,27 +279,42 @@ fn char_at(text: &str, i: usize) -> Option<(char, usize)> {
 
 /// The byte range of the first word of `text` at or after `cursor` (a char boundary), as
 /// [`WordTokenizer`] splits: a run of alphanumeric characters, or one character of an unspaced
-/// script.
+/// script. ASCII bytes (most of a note) are told apart without decoding a char.
 fn next_word(text: &str, cursor: usize) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
     let mut i = cursor;
-    loop {
+    let start = loop {
+        let b = *bytes.get(i)?;
+        if b.is_ascii_alphanumeric() {
+            break i;
+        }
+        if b.is_ascii() {
+            i += 1;
+            continue;
+        }
         let (c, len) = char_at(text, i)?;
         if is_unspaced_script(c) {
             return Some((i, i + len));
         }
         if c.is_alphanumeric() {
-            let start = i;
-            i += len;
-            while let Some((c, len)) = char_at(text, i) {
-                if !c.is_alphanumeric() || is_unspaced_script(c) {
-                    break;
-                }
-                i += len;
-            }
-            return Some((start, i));
+            break i;
         }
         i += len;
+    };
+    while let Some(&b) = bytes.get(i) {
+        if b.is_ascii_alphanumeric() {
+            i += 1;
+            continue;
+        }
+        if b.is_ascii() {
+            break;
+        }
+        match char_at(text, i) {
+            Some((c, len)) if c.is_alphanumeric() && !is_unspaced_script(c) => i += len,
+            _ => break,
+        }
     }
+    Some((start, i))
 }
 
 impl TokenStream for WordTokenStream<'_> {
