@@ -1279,7 +1279,11 @@ fn a_bulk_load_with_a_write_that_failed_half_way_is_rolled_back_whole() {
     assert_eq!(store.page_count().unwrap(), 1);
     assert_eq!(contents(&store, "kept.md"), ["kept"]);
     assert!(store.get_page(&vp("a.md")).unwrap().is_none());
-    assert_eq!(index_definitions(&db), before, "the dropped indexes are back");
+    assert_eq!(
+        index_definitions(&db),
+        before,
+        "the dropped indexes are back"
+    );
     // The writer is itself again: the next write commits.
     writer.save_page(&page("c.md", "C"), &[block("c")]).unwrap();
     assert_eq!(contents(&store, "c.md"), ["c"]);
