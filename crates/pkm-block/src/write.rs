@@ -291,12 +291,8 @@ fn insert_blocks(
     let mut child_count: Vec<u32> = vec![0; blocks.len() + 1];
 
     for (i, (b, id)) in blocks.iter().zip(ids).enumerate() {
-        // A block's `seq` is its index here, so its parent's and left sibling's are theirs.
-        if b.parent.is_some_and(|p| p >= i) {
-            return Err(StoreError::InvalidInput(format!(
-                "block {i} names a parent that does not come before it"
-            )));
-        }
+        // A block's `seq` is its index here, so its parent's (checked to come before it by
+        // `save_page_from`) and its left sibling's are theirs.
         let slot = b.parent.map_or(0, |p| p + 1);
         let left = last_child.get(slot).copied().flatten();
         let ord = child_count.get(slot).copied().unwrap_or(0);

@@ -1271,9 +1271,15 @@ fn a_bulk_load_with_a_write_that_failed_half_way_is_rolled_back_whole() {
         .unwrap();
     writer.begin_bulk().unwrap();
     writer.save_page(&page("a.md", "A"), &[block("a")]).unwrap();
-    // The first block is written, the second is refused: the write stops half-way.
-    let bad = [block("one"), child(2, "two"), block("three")];
-    assert!(writer.save_page(&page("b.md", "B"), &bad).is_err());
+    // Saved again with a link the store cannot hold in its second block: the old rows are
+    // deleted, the page row and its first block written, then the write stops half-way.
+    let mut far = block("far");
+    far.links = vec![link("B", usize::MAX)];
+    assert!(
+        writer
+            .save_page(&page("a.md", "A"), &[block("a2"), far])
+            .is_err()
+    );
     let err = writer.commit_transaction().unwrap_err();
     assert!(err.to_string().contains("rolled back"), "{err}");
     assert_eq!(store.page_count().unwrap(), 1);
