@@ -32,6 +32,10 @@ use pkm_index::IndexWriter;
 use crate::convert::Prepared;
 use crate::lock::VaultLock;
 
+/// Notes per piece of a bulk load into an empty store (`StoreWriter::commit_piece`): each piece's
+/// commit lets a thread of the store copy it into the database file while the load goes on.
+const PIECE: usize = 1024;
+
 /// A unit of work for the writer thread of an app `A`. What it returns is run once the writer has
 /// let go of the app: the answer to a caller who waits for it (`queue.rs`).
 pub(crate) type Job<A> = Box<dyn FnOnce(&A, &mut Writer) -> Option<Reply> + Send>;
@@ -73,6 +77,7 @@ impl Writer {
             new_marks: Vec::new(),
             stored: HashSet::new(),
             in_transaction: None,
+            pieces: false,
             index_dirty: false,
             finished: false,
         };
@@ -110,6 +115,8 @@ pub(crate) struct Change<'w> {
     /// The notes saved or removed in the store transaction [`Change::in_one_transaction`] opened;
     /// stored once it commits.
     in_transaction: Option<Vec<String>>,
+    /// That transaction is a bulk load into an empty store, committed every [`PIECE`] notes.
+    pieces: bool,
     /// Whether index writes wait for the commit (an abort rolls them back).
     index_dirty: bool,
     finished: bool,
@@ -132,7 +139,9 @@ impl Change<'_> {
     /// page of the block-id index to the WAL once per chunk). With `bulk_load`, when most of the
     /// store is written, the store's random-keyed indexes are built once at the commit
     /// (`StoreWriter::begin_bulk`); building one sorts every row, so a first scan that finds a
-    /// few notes changed keeps them.
+    /// few notes changed keeps them. A bulk load into an empty store (a new vault's first scan)
+    /// is committed every [`PIECE`] notes (`StoreWriter::commit_piece`); the notes stay marked
+    /// as lagging until the index commits.
     pub(crate) fn in_one_transaction(&mut self, bulk_load: bool) -> KbResult<()> {
         if bulk_load {
             self.store.begin_bulk()
@@ -141,6 +150,7 @@ impl Change<'_> {
         }
         .map_err(KbError::from)?;
         self.in_transaction = Some(Vec::new());
+        self.pieces = self.store.commits_in_pieces();
         Ok(())
     }
 
@@ -151,6 +161,25 @@ impl Change<'_> {
         }
     }
 
+    /// Commits the piece of a bulk load into an empty store once it holds [`PIECE`] notes: they
+    /// are stored from here (an abort keeps their marks).
+    fn commit_piece(&mut self) -> KbResult<()> {
+        if !self.pieces {
+            return Ok(());
+        }
+        let Some(pending) = self.in_transaction.as_mut().filter(|p| p.len() >= PIECE) else {
+            return Ok(());
+        };
+        let committed = self.store.commit_piece();
+        // On an error the piece may have committed or not (the store's transaction has ended
+        // either way): its notes keep their marks, which at worst re-indexes them.
+        self.stored.extend(pending.drain(..));
+        if committed.is_err() {
+            self.in_transaction = None;
+        }
+        committed.map_err(KbError::from)
+    }
+
     /// Step 2a: the pages' store rows; returns each page's block ids.
     pub(crate) fn save(&mut self, pages: &[&Prepared]) -> KbResult<Vec<Vec<String>>> {
         let rows: Vec<_> = pages
@@ -159,6 +188,7 @@ impl Change<'_> {
             .collect();
         let ids = self.store.save_pages(&rows).map_err(KbError::from)?;
         self.stored(pages.iter().map(|p| p.record.path.as_str().to_owned()));
+        self.commit_piece()?;
         Ok(ids)
     }
 

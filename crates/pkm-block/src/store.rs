@@ -31,6 +31,14 @@ const WRITER_CACHE_KIB: i64 = -65_536;
 const BULK_CACHE_KIB: i64 = -4_096;
 /// Bytes of WAL kept on disk after a checkpoint.
 const WAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
+/// WAL pages after which a commit checkpoints on the writer's own thread (SQLite's default),
+/// but during a bulk load committed in pieces (its [`Checkpointer`] does).
+const AUTOCHECKPOINT_PAGES: i64 = 1000;
+/// The meta keys of a bulk load's dropped indexes, `dropped_index:NAME` → its `CREATE INDEX`,
+/// written in the transaction that drops them and deleted in the one that builds them again. A
+/// load committed in pieces ([`StoreWriter::commit_piece`]) and cut short by a crash leaves them,
+/// and the next [`BlockStore::open`] builds the indexes they name.
+const DROPPED_INDEX: &str = "dropped_index:";
 /// Room for every distinct statement of the store, so none is ever re-prepared.
 const STATEMENT_CACHE: usize = 64;
 
@@ -67,6 +75,8 @@ pub struct BlockStore {
 /// ```
 pub struct StoreWriter {
     conn: Connection,
+    /// The database file, for the [`Checkpointer`]'s connection.
+    path: PathBuf,
     /// Whether [`StoreWriter::begin_transaction`] left a transaction open: every write joins it.
     open: bool,
     /// The bulk load [`StoreWriter::begin_bulk`] started, until its transaction ends.
@@ -82,6 +92,59 @@ struct Bulk {
     held: write::HeldIds,
     /// A write of the load failed half-way: it can only be rolled back.
     broken: bool,
+    /// The load is into a store that held no page: it may be committed in pieces
+    /// ([`StoreWriter::commit_piece`]).
+    pieces: bool,
+    /// A piece was committed: the store on disk lacks the dropped indexes until the load ends.
+    committed: bool,
+    /// Copies the committed pieces into the database file meanwhile (from the first piece on).
+    checkpointer: Option<Checkpointer>,
+}
+
+/// Checkpoints the WAL on a thread of its own while a bulk load goes on: the copy of each
+/// committed piece into the database file, and its syncs, run beside the load's next writes
+/// instead of all of them in its last commit, while nothing else runs (a 100k-note cold index
+/// spent ~3.7 s alone on its last commit, scripts/bench/analysis.md).
+struct Checkpointer {
+    wake: std::sync::mpsc::SyncSender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Checkpointer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Checkpointer")
+    }
+}
+
+impl Checkpointer {
+    /// `None` when no connection or thread can be had: the load's last commit then copies it
+    /// all, as an unpieced load does.
+    fn start(path: &Path) -> Option<Checkpointer> {
+        let conn = Connection::open(path).ok()?;
+        let (wake, woken) = std::sync::mpsc::sync_channel::<()>(1);
+        let thread = std::thread::Builder::new()
+            .name("stratum-checkpoint".into())
+            .spawn(move || {
+                while woken.recv().is_ok() {
+                    // PASSIVE: copies what is committed without waiting on the writer. Best
+                    // effort: what is not copied here is copied by the load's last commit.
+                    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                }
+            })
+            .ok()?;
+        Some(Checkpointer { wake, thread })
+    }
+
+    /// Asks for a checkpoint; one already asked for and not yet begun covers this piece too.
+    fn wake(&self) {
+        let _ = self.wake.try_send(());
+    }
+
+    /// Waits for the checkpoint under way, if any, and ends the thread.
+    fn stop(self) {
+        drop(self.wake);
+        let _ = self.thread.join();
+    }
 }
 
 /// A poisoned lock only means another thread panicked while holding it; the connection inside is
@@ -151,6 +214,10 @@ impl BlockStore {
         conn.pragma_update(None, "cache_size", WRITER_CACHE_KIB)?;
         // A vault scan is one large transaction; afterwards the WAL is cut back to this size.
         conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
+        // Before the migrations, which expect the indexes of the schema that dropped them.
+        if found > 0 {
+            restore_dropped_indexes(&mut conn)?;
+        }
         schema::migrate(&mut conn)?;
         let writes = Arc::new(AtomicU64::new(0));
         let store = BlockStore {
@@ -160,6 +227,7 @@ impl BlockStore {
         };
         let writer = StoreWriter {
             conn,
+            path: db_path.to_path_buf(),
             open: false,
             bulk: None,
             writes,
@@ -485,7 +553,8 @@ impl StoreWriter {
     /// the secondary indexes whose keys arrive in random order (above all the block ids, random
     /// UUID v4) are dropped, and built again, each by one sort, when the transaction commits. The
     /// uniqueness of block ids is checked in memory meanwhile. A rollback brings the indexes back
-    /// with everything else; readers see the committed store, indexes included, throughout.
+    /// with everything else; readers see the committed store, indexes included, throughout, but
+    /// for a load into an empty store committed in pieces ([`StoreWriter::commit_piece`]).
     pub fn begin_bulk(&mut self) -> Result<(), StoreError> {
         // The index builds at the commit sort millions of keys (2.35M block ids at 100k notes).
         // With `temp_store = MEMORY` (every connection's setting, for the readers' small sorts)
@@ -497,6 +566,14 @@ impl StoreWriter {
         // And sorts them on every core: SQLite's sorter hands runs to helper threads. At 100k
         // notes `blocks_id` took 1.07 s instead of 1.63 s on two cores, while nothing else runs.
         self.conn.pragma_update(None, "threads", sort_threads())?;
+        // Only this connection writes: a store without pages now is one when the load begins.
+        let empty: bool =
+            self.conn
+                .query_row("SELECT NOT EXISTS (SELECT 1 FROM pages)", [], |r| r.get(0))?;
+        if empty {
+            // Its pieces are checkpointed by the `Checkpointer`, not by their commits.
+            self.conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+        }
         if let Err(e) = self.begin_transaction() {
             self.writer_settings();
             return Err(e);
@@ -509,6 +586,7 @@ impl StoreWriter {
                 )?;
                 for name in schema::BULK_INDEXES {
                     if let Some(sql) = st.query_row([name], |r| r.get::<_, String>(0)).optional()? {
+                        write::set_meta(&self.conn, &format!("{DROPPED_INDEX}{name}"), &sql)?;
                         indexes.push(sql);
                     }
                 }
@@ -524,6 +602,9 @@ impl StoreWriter {
                 indexes,
                 held,
                 broken: false,
+                pieces: empty,
+                committed: false,
+                checkpointer: None,
             })
         })();
         match started {
@@ -537,6 +618,57 @@ impl StoreWriter {
                 Err(e)
             }
         }
+    }
+
+    /// Whether the bulk load under way is committed in pieces ([`StoreWriter::commit_piece`]):
+    /// it began on a store that held no page.
+    pub fn commits_in_pieces(&self) -> bool {
+        self.bulk.as_ref().is_some_and(|bulk| bulk.pieces)
+    }
+
+    /// Commits what a bulk load into an empty store has written so far, and goes on in a new
+    /// transaction. The WAL those writes filled is copied into the database file on a thread of
+    /// its own meanwhile (its syncs included), so the load's last commit copies only its own
+    /// piece, instead of the whole store while nothing else runs.
+    ///
+    /// From here until the load ends, readers see the pages committed so far, and the store on
+    /// disk lacks the dropped indexes: lookups by block id, link target or tag scan the tables.
+    /// A crash leaves the pages committed and the indexes to build: the next
+    /// [`BlockStore::open`] builds them. A load that is not committed in pieces
+    /// ([`StoreWriter::commits_in_pieces`]) is refused, as is a write of the load that failed
+    /// half-way (the load is then rolled back).
+    pub fn commit_piece(&mut self) -> Result<(), StoreError> {
+        match &self.bulk {
+            Some(bulk) if bulk.pieces && !bulk.broken => {}
+            Some(bulk) if bulk.pieces => return self.commit_transaction(),
+            _ => {
+                return Err(StoreError::InvalidInput(
+                    "no bulk load into an empty store is open".to_owned(),
+                ));
+            }
+        }
+        if let Err(e) = self.conn.execute_batch("COMMIT") {
+            self.rollback_transaction()?;
+            return Err(e.into());
+        }
+        self.writes.fetch_add(1, Ordering::AcqRel);
+        if let Some(bulk) = &mut self.bulk {
+            bulk.committed = true;
+            if bulk.checkpointer.is_none() {
+                bulk.checkpointer = Checkpointer::start(&self.path);
+            }
+            if let Some(checkpointer) = &bulk.checkpointer {
+                checkpointer.wake();
+            }
+        }
+        if let Err(e) = self.conn.execute_batch("BEGIN IMMEDIATE") {
+            self.open = false;
+            let restored = restore_dropped_indexes(&mut self.conn);
+            self.end_bulk();
+            restored?;
+            return Err(e.into());
+        }
+        Ok(())
     }
 
     /// Commits the transaction [`StoreWriter::begin_transaction`] or [`StoreWriter::begin_bulk`]
@@ -558,12 +690,22 @@ impl StoreWriter {
             bulk.held = write::HeldIds::default();
             // Each build sorts its keys once, through a temporary file past the bulk load's
             // small cache (`begin_bulk`).
-            for sql in std::mem::take(&mut bulk.indexes) {
-                if let Err(e) = self.conn.execute_batch(&sql) {
-                    self.rollback_transaction()?;
-                    return Err(e.into());
-                }
+            let indexes = std::mem::take(&mut bulk.indexes);
+            let built = indexes
+                .iter()
+                .try_for_each(|sql| self.conn.execute_batch(sql))
+                .and_then(|()| forget_dropped_indexes(&self.conn));
+            if let Err(e) = built {
+                self.rollback_transaction()?;
+                return Err(e.into());
             }
+            // The last piece's commit checkpoints on this thread, after the checkpointer's last.
+            if let Some(checkpointer) = bulk.checkpointer.take() {
+                checkpointer.stop();
+            }
+            let _ = self
+                .conn
+                .pragma_update(None, "wal_autocheckpoint", AUTOCHECKPOINT_PAGES);
         }
         if let Err(e) = self.conn.execute_batch("COMMIT") {
             // A failed COMMIT may leave the transaction open; it ends here either way.
@@ -580,22 +722,29 @@ impl StoreWriter {
     /// Best effort: a writer left with the small cache, or sorting through files, is slower,
     /// never wrong.
     fn end_bulk(&mut self) {
-        if self.bulk.take().is_some() {
+        if let Some(bulk) = self.bulk.take() {
+            if let Some(checkpointer) = bulk.checkpointer {
+                checkpointer.stop();
+            }
             self.writer_settings();
         }
     }
 
-    /// The writer's cache and its sorts in memory on its own thread, as [`BlockStore::open`]
-    /// sets them.
+    /// The writer's cache, its sorts in memory on its own thread and its checkpoints, as
+    /// [`BlockStore::open`] sets them.
     fn writer_settings(&mut self) {
         let _ = self
             .conn
             .pragma_update(None, "cache_size", WRITER_CACHE_KIB);
         let _ = self.conn.pragma_update(None, "temp_store", "MEMORY");
         let _ = self.conn.pragma_update(None, "threads", 0);
+        let _ = self
+            .conn
+            .pragma_update(None, "wal_autocheckpoint", AUTOCHECKPOINT_PAGES);
     }
 
-    /// Drops every write since [`StoreWriter::begin_transaction`]; nothing when none is open.
+    /// Drops every write since [`StoreWriter::begin_transaction`] (since the last piece of a bulk
+    /// load committed in pieces, whose dropped indexes are then built); nothing when none is open.
     pub fn rollback_transaction(&mut self) -> Result<(), StoreError> {
         if !self.open {
             return Ok(());
@@ -605,8 +754,13 @@ impl StoreWriter {
         if !self.conn.is_autocommit() {
             self.conn.execute_batch("ROLLBACK")?;
         }
+        let restored = if self.bulk.as_ref().is_some_and(|bulk| bulk.committed) {
+            restore_dropped_indexes(&mut self.conn)
+        } else {
+            Ok(())
+        };
         self.end_bulk();
-        Ok(())
+        restored
     }
 
     /// Removes a page and everything attached to it; `true` if it existed.
@@ -670,6 +824,58 @@ impl StoreWriter {
     }
 }
 
+/// Builds the indexes a bulk load dropped and did not build again (one committed in pieces and
+/// cut short, [`StoreWriter::commit_piece`]), in one transaction; nothing when there are none.
+fn restore_dropped_indexes(conn: &mut Connection) -> Result<(), StoreError> {
+    // Read first: the write lock is taken only when there is something to build (this is the
+    // only connection that writes, so nothing changes in between).
+    let dropped: Vec<(String, String)> = conn
+        .prepare("SELECT key, value FROM meta WHERE substr(key, 1, length(?1)) = ?1")?
+        .query_map([DROPPED_INDEX], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    if dropped.is_empty() {
+        return Ok(());
+    }
+    // Sorted as a bulk load's commit sorts them (`StoreWriter::begin_bulk`), and the writer's own
+    // settings after.
+    conn.pragma_update(None, "temp_store", "FILE")?;
+    conn.pragma_update(None, "threads", sort_threads())?;
+    let built = build_dropped_indexes(conn, &dropped);
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    conn.pragma_update(None, "threads", 0)?;
+    built
+}
+
+fn build_dropped_indexes(
+    conn: &mut Connection,
+    dropped: &[(String, String)],
+) -> Result<(), StoreError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    for (key, sql) in dropped {
+        let name = key.strip_prefix(DROPPED_INDEX).unwrap_or(key);
+        let exists: bool = tx.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1)",
+            [name],
+            |r| r.get(0),
+        )?;
+        if !exists {
+            tx.execute_batch(sql)?;
+        }
+    }
+    forget_dropped_indexes(&tx)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Deletes the record of a bulk load's dropped indexes (`DROPPED_INDEX`), once they are built.
+fn forget_dropped_indexes(tx: &Connection) -> rusqlite::Result<()> {
+    tx.execute(
+        "DELETE FROM meta WHERE substr(key, 1, length(?1)) = ?1",
+        [DROPPED_INDEX],
+    )?;
+    Ok(())
+}
+
 /// Marks `paths` as lagging the index; returns those that were not marked already.
 fn mark_lag(tx: &Connection, paths: &[&str]) -> Result<Vec<String>, StoreError> {
     let mut st = tx.prepare_cached("INSERT OR IGNORE INTO index_lag (path) VALUES (?1)")?;
@@ -702,7 +908,7 @@ fn sort_threads() -> i64 {
 mod tests {
     use super::*;
 
-    fn settings(w: &StoreWriter) -> (i64, i64, i64) {
+    fn settings(w: &StoreWriter) -> (i64, i64, i64, i64) {
         let temp: i64 = w
             .conn
             .pragma_query_value(None, "temp_store", |r| r.get(0))
@@ -715,24 +921,50 @@ mod tests {
             .conn
             .pragma_query_value(None, "threads", |r| r.get(0))
             .unwrap();
-        (temp, cache, threads)
+        let checkpoint: i64 = w
+            .conn
+            .pragma_query_value(None, "wal_autocheckpoint", |r| r.get(0))
+            .unwrap();
+        (temp, cache, threads, checkpoint)
     }
 
     /// SQLite refuses to change `temp_store` inside a transaction; a bulk load that asked for it
     /// there silently sorted its index builds in memory (~160 MB at 100k notes). Its sorts use
-    /// helper threads, the writer's do not.
+    /// helper threads, the writer's do not. A load into an empty store leaves its checkpoints to
+    /// the checkpointer; the writer checkpoints its own commits again after.
     #[test]
     fn a_bulk_load_sorts_through_a_file_and_the_writer_is_itself_again_after() {
         let dir = tempfile::tempdir().unwrap();
         let (_store, mut w) = BlockStore::open(&dir.path().join("blocks.db")).unwrap();
         let (memory, file) = (2, 1);
-        assert_eq!(settings(&w), (memory, WRITER_CACHE_KIB, 0));
+        let writer = (memory, WRITER_CACHE_KIB, 0, AUTOCHECKPOINT_PAGES);
+        assert_eq!(settings(&w), writer);
         w.begin_bulk().unwrap();
-        assert_eq!(settings(&w), (file, BULK_CACHE_KIB, sort_threads()));
+        assert_eq!(settings(&w), (file, BULK_CACHE_KIB, sort_threads(), 0));
+        w.commit_piece().unwrap();
         w.commit_transaction().unwrap();
-        assert_eq!(settings(&w), (memory, WRITER_CACHE_KIB, 0));
+        assert_eq!(settings(&w), writer);
         w.begin_bulk().unwrap();
         w.rollback_transaction().unwrap();
-        assert_eq!(settings(&w), (memory, WRITER_CACHE_KIB, 0));
+        assert_eq!(settings(&w), writer);
+        let page = PageRecord {
+            path: VaultPath::lexical("a.md").unwrap(),
+            title: "A".to_owned(),
+            frontmatter_json: None,
+            aliases: Vec::new(),
+            tags: Vec::new(),
+            mtime_ns: 1,
+            size: 1,
+            hash: "h".to_owned(),
+            modified_at: "2026-01-01T00:00:00Z".to_owned(),
+        };
+        w.save_page(&page, &[]).unwrap();
+        w.begin_bulk().unwrap();
+        assert_eq!(
+            settings(&w),
+            (file, BULK_CACHE_KIB, sort_threads(), AUTOCHECKPOINT_PAGES)
+        );
+        w.commit_transaction().unwrap();
+        assert_eq!(settings(&w), writer);
     }
 }

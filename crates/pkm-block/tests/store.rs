@@ -1294,3 +1294,111 @@ fn a_bulk_load_with_a_write_that_failed_half_way_is_rolled_back_whole() {
     writer.save_page(&page("c.md", "C"), &[block("c")]).unwrap();
     assert_eq!(contents(&store, "c.md"), ["c"]);
 }
+
+/// The indexes a bulk load drops, by name.
+fn has_index(db: &std::path::Path, name: &str) -> bool {
+    index_definitions(db).iter().any(|(n, _)| n == name)
+}
+
+#[test]
+fn a_bulk_load_into_an_empty_store_commits_in_pieces_and_builds_its_indexes_at_its_end() {
+    let (dir, store, mut writer) = open();
+    let db = dir.path().join("blocks.db");
+    let before = index_definitions(&db);
+    let explicit = |id: &str, content: &str| NewBlock {
+        explicit_id: Some(id.into()),
+        ..block(content)
+    };
+
+    writer.begin_bulk().unwrap();
+    assert!(writer.commits_in_pieces());
+    writer
+        .save_page(&page("a.md", "A"), &[explicit("held", "x")])
+        .unwrap();
+    writer.commit_piece().unwrap();
+    // Readers see the piece, found without the dropped indexes; the store records them.
+    assert_eq!(store.page_count().unwrap(), 1);
+    assert_eq!(store.get_block("held").unwrap().unwrap().page_path, "a.md");
+    assert!(!has_index(&db, "blocks_id"));
+    assert!(store.get_meta("dropped_index:blocks_id").unwrap().is_some());
+    // The ids of the pieces committed are still held.
+    let b = writer
+        .save_page(&page("b.md", "B"), &[explicit("held", "copy")])
+        .unwrap();
+    assert_ne!(b[0], "held");
+    writer.commit_transaction().unwrap();
+    assert_eq!(index_definitions(&db), before);
+    assert!(store.get_meta("dropped_index:blocks_id").unwrap().is_none());
+    assert_eq!(store.page_count().unwrap(), 2);
+    assert_eq!(store.get_block(&b[0]).unwrap().unwrap().content, "copy");
+
+    // A store that holds pages is loaded in one transaction: readers see it whole throughout.
+    writer.begin_bulk().unwrap();
+    assert!(!writer.commits_in_pieces());
+    writer.save_page(&page("c.md", "C"), &[block("c")]).unwrap();
+    let err = writer.commit_piece().unwrap_err();
+    assert!(matches!(err, StoreError::InvalidInput(_)), "{err:?}");
+    assert_eq!(store.page_count().unwrap(), 2);
+    writer.commit_transaction().unwrap();
+    assert_eq!(store.page_count().unwrap(), 3);
+    assert_eq!(index_definitions(&db), before);
+}
+
+#[test]
+fn a_bulk_load_cut_short_after_a_piece_keeps_the_piece_and_the_next_open_builds_its_indexes() {
+    let (dir, store, mut writer) = open();
+    let db = dir.path().join("blocks.db");
+    let before = index_definitions(&db);
+    writer.begin_bulk().unwrap();
+    let a = writer
+        .save_page(&page("a.md", "A"), &[block("one"), block("two")])
+        .unwrap();
+    writer.commit_piece().unwrap();
+    writer.save_page(&page("b.md", "B"), &[block("b")]).unwrap();
+    // The process dies: its connection goes without a rollback of its own.
+    drop((store, writer));
+    assert!(!has_index(&db, "blocks_id"));
+
+    let (store, _writer) = BlockStore::open(&db).unwrap();
+    assert_eq!(index_definitions(&db), before);
+    assert!(store.get_meta("dropped_index:blocks_id").unwrap().is_none());
+    assert_eq!(contents(&store, "a.md"), ["one", "two"]);
+    assert!(store.get_page(&vp("b.md")).unwrap().is_none());
+    assert_eq!(store.get_block(&a[1]).unwrap().unwrap().content, "two");
+}
+
+#[test]
+fn a_bulk_load_rolled_back_after_a_piece_keeps_the_piece_and_builds_its_indexes() {
+    let (dir, store, mut writer) = open();
+    let db = dir.path().join("blocks.db");
+    let before = index_definitions(&db);
+    writer.begin_bulk().unwrap();
+    writer.save_page(&page("a.md", "A"), &[block("a")]).unwrap();
+    writer.commit_piece().unwrap();
+    writer.save_page(&page("b.md", "B"), &[block("b")]).unwrap();
+    writer.rollback_transaction().unwrap();
+    assert_eq!(index_definitions(&db), before);
+    assert_eq!(contents(&store, "a.md"), ["a"]);
+    assert!(store.get_page(&vp("b.md")).unwrap().is_none());
+
+    // A write that failed half-way after a piece: the next piece is refused and rolled back.
+    writer.clear().unwrap();
+    writer.begin_bulk().unwrap();
+    writer.save_page(&page("c.md", "C"), &[block("c")]).unwrap();
+    writer.commit_piece().unwrap();
+    let mut far = block("far");
+    far.links = vec![link("B", usize::MAX)];
+    assert!(
+        writer
+            .save_page(&page("d.md", "D"), &[block("d"), far])
+            .is_err()
+    );
+    let err = writer.commit_piece().unwrap_err();
+    assert!(err.to_string().contains("rolled back"), "{err}");
+    assert_eq!(index_definitions(&db), before);
+    assert_eq!(contents(&store, "c.md"), ["c"]);
+    assert!(store.get_page(&vp("d.md")).unwrap().is_none());
+    // The writer is itself again.
+    writer.save_page(&page("e.md", "E"), &[block("e")]).unwrap();
+    assert_eq!(contents(&store, "e.md"), ["e"]);
+}

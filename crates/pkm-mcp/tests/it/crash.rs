@@ -239,3 +239,76 @@ fn a_server_stopped_leaves_its_index_on_the_disk_and_one_killed_leaves_it_checke
     assert!(!log.contains("recreating"), "the index was kept: {log}");
     assert!(!mark.exists());
 }
+
+/// A new vault's first scan commits the store in pieces, its random-keyed indexes (block ids,
+/// link targets, tags) built once at the end (`StoreWriter::commit_piece`). Killed after a piece,
+/// it leaves those pages without the indexes: the next run builds them and finishes the notes,
+/// and every note is found.
+#[test]
+fn a_first_scan_killed_after_a_piece_is_finished_by_the_next_run() {
+    use rusqlite::{Connection, OpenFlags};
+    const NOTES: usize = 6000;
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path();
+    for i in 0..NOTES {
+        let text = format!("- note {i} about quokka{i} [[n{}]] #pile{}\n", i + 1, i % 7);
+        std::fs::write(vault.join(format!("n{i}.md")), text).unwrap();
+    }
+    let db = vault.join(".pkm/blocks.db");
+    let look = |sql: &str| -> Option<i64> {
+        let conn = Connection::open_with_flags(&db, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
+        conn.query_row(sql, [], |r| r.get(0)).ok()
+    };
+    let pages = "SELECT count(*) FROM pages";
+    let id_index = "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'blocks_id'";
+
+    let mut scan = std::process::Command::new(env!("CARGO_BIN_EXE_stratum-mcp"))
+        .arg("index")
+        .arg("--vault")
+        .arg(vault)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    while look(pages).unwrap_or(0) == 0 {
+        assert!(
+            scan.try_wait().unwrap().is_none(),
+            "the scan ended before a piece of it was seen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    scan.kill().unwrap();
+    scan.wait().unwrap();
+    let stored = look(pages).unwrap();
+    assert!(stored > 0 && stored < NOTES as i64, "{stored} pages stored");
+    assert_eq!(
+        look(id_index),
+        Some(0),
+        "killed before the indexes were built"
+    );
+
+    common::cli([
+        std::ffi::OsStr::new("index"),
+        "--vault".as_ref(),
+        vault.as_os_str(),
+    ]);
+    assert_eq!(look(pages), Some(NOTES as i64));
+    assert_eq!(look(id_index), Some(1));
+    let mut s = Server::start(vault);
+    for i in [0, NOTES - 1] {
+        let found = s.ok("kb_search", json!({"query": format!("quokka{i}")}));
+        assert_eq!(
+            found["results"][0]["page_path"],
+            format!("n{i}.md"),
+            "{found}"
+        );
+    }
+    let backlinks = s.ok("kb_backlinks", json!({"path": "n1.md"}));
+    assert_eq!(
+        backlinks["backlinks"][0]["source_page"], "n0.md",
+        "{backlinks}"
+    );
+    let tagged = s.ok("kb_search_by_tag", json!({"tag": "pile3", "limit": 1}));
+    let pile = (0..NOTES).filter(|i| i % 7 == 3).count();
+    assert_eq!(tagged["total"], pile, "{tagged}");
+}
