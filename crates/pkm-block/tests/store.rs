@@ -1261,6 +1261,15 @@ fn a_block_whose_parent_does_not_come_before_it_is_refused_and_nothing_is_saved(
     assert!(store.get_page(&vp("a.md")).unwrap().is_none());
 }
 
+/// Saves the page at `path` with a link the store cannot hold in its second block: the page row
+/// and its first block are written, then the write stops half-way with an error.
+fn save_failing_half_way(writer: &mut StoreWriter, path: &str) {
+    let mut far = block("far");
+    far.links = vec![link("B", usize::MAX)];
+    let err = writer.save_page(&page(path, "Half"), &[block("first"), far]);
+    assert!(err.is_err(), "{err:?}");
+}
+
 #[test]
 fn a_bulk_load_with_a_write_that_failed_half_way_is_rolled_back_whole() {
     let (dir, store, mut writer) = open();
@@ -1271,15 +1280,8 @@ fn a_bulk_load_with_a_write_that_failed_half_way_is_rolled_back_whole() {
         .unwrap();
     writer.begin_bulk().unwrap();
     writer.save_page(&page("a.md", "A"), &[block("a")]).unwrap();
-    // Saved again with a link the store cannot hold in its second block: the old rows are
-    // deleted, the page row and its first block written, then the write stops half-way.
-    let mut far = block("far");
-    far.links = vec![link("B", usize::MAX)];
-    assert!(
-        writer
-            .save_page(&page("a.md", "A"), &[block("a2"), far])
-            .is_err()
-    );
+    // Saved again: the old rows are deleted, then the write stops half-way.
+    save_failing_half_way(&mut writer, "a.md");
     let err = writer.commit_transaction().unwrap_err();
     assert!(err.to_string().contains("rolled back"), "{err}");
     assert_eq!(store.page_count().unwrap(), 1);
@@ -1386,13 +1388,7 @@ fn a_bulk_load_rolled_back_after_a_piece_keeps_the_piece_and_builds_its_indexes(
     writer.begin_bulk().unwrap();
     writer.save_page(&page("c.md", "C"), &[block("c")]).unwrap();
     writer.commit_piece().unwrap();
-    let mut far = block("far");
-    far.links = vec![link("B", usize::MAX)];
-    assert!(
-        writer
-            .save_page(&page("d.md", "D"), &[block("d"), far])
-            .is_err()
-    );
+    save_failing_half_way(&mut writer, "d.md");
     let err = writer.commit_piece().unwrap_err();
     assert!(err.to_string().contains("rolled back"), "{err}");
     assert_eq!(index_definitions(&db), before);
