@@ -263,8 +263,7 @@ fn page_record(
 }
 
 impl Prepared {
-    /// The note for the index: its names, and one search document per block, carrying its own
-    /// inline tags; the first block also carries the page-level tags, so tag search finds a
+    /// The note for the index: its names, and its blocks, each carrying its own inline tags; the first block also carries the page-level tags, so tag search finds a
     /// tagged page once (at its first block) and every other block only for a tag written in it.
     pub(crate) fn index_doc(&self, ids: &[String]) -> NoteDoc {
         let blocks = self

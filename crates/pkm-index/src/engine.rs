@@ -1,6 +1,6 @@
-//! `IndexEngine`: one Tantivy index of blocks under `<vault>/.pkm/search`.
+//! `IndexEngine`: one Tantivy index of notes under `<vault>/.pkm/search`.
 //!
-//! One document per block. [`IndexEngine::open`] gives two handles: the [`IndexEngine`] searches,
+//! One document per note, holding its blocks (ADR-0027). [`IndexEngine::open`] gives two handles: the [`IndexEngine`] searches,
 //! for everyone; the [`IndexWriter`] holds Tantivy's one writer and is the only way to change the
 //! index (not `Clone`: whoever holds it, the vault's writer thread, writes alone). Writes become
 //! visible only at [`IndexWriter::commit`], which also reloads the searcher, so the next search sees
@@ -15,13 +15,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
-use tantivy::collector::sort_key::{SortByStaticFastValue, SortByString};
-use tantivy::collector::{Collector, Count, SegmentCollector, TopDocs};
+use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::index::SegmentId;
 use tantivy::indexer::{IndexWriterOptions, UserOperation};
 use tantivy::postings::Postings;
-use tantivy::query::{EnableScoring, Query, TermQuery};
+use tantivy::query::{EnableScoring, Query};
 use tantivy::schema::{
     FAST, Field, IndexRecordOption, STORED, STRING, Schema, TantivyDocument, TextFieldIndexing,
     TextOptions, Value,
@@ -29,7 +28,7 @@ use tantivy::schema::{
 use tantivy::snippet::{Snippet, SnippetGenerator};
 use tantivy::tokenizer::{TextAnalyzer, TokenizerManager};
 use tantivy::{
-    DocAddress, DocId, DocSet, Executor, Index, IndexReader, Order, ReloadPolicy, Score, Searcher,
+    DocAddress, DocId, DocSet, Executor, Index, IndexReader, ReloadPolicy, Score, Searcher,
     SegmentOrdinal, SegmentReader, TERMINATED, Term,
 };
 
@@ -37,8 +36,8 @@ use crate::directory::IndexDirectory;
 use crate::embed::{self, Embedder, Model, NOTE_TOKENS, QueryVector};
 use crate::error::IndexError;
 use crate::query::{
-    BlockScorer, BlockWords, Clause, MATCHINGS, Matching, NOTE_KIND, SearchFields, Typos, clauses,
-    coverage_weight, documents_of_notes, exact_key, field_query, note_query, words_in_text,
+    BlockScorer, BlockWords, Clause, MATCHINGS, Matching, SearchFields, Typos, clauses,
+    coverage_weight, exact_key, field_query, note_query, words_in_text,
 };
 use crate::tokenizer::{ANALYZER_NAME, SearchLanguage, Stopwords, analyze, analyzer, value_starts};
 
@@ -49,14 +48,16 @@ pub const MAX_SCORE_MATCHES: usize = 5000;
 /// Version of everything that decides what the index holds: the schema *and* the analyzer. Bump it
 /// whenever either changes, so that an index built by an older binary is reported as
 /// [`IndexError::SchemaMismatch`] and rebuilt, instead of silently answering with stale tokens.
-pub const SCHEMA_VERSION: &str = "pkm-index/8";
+pub const SCHEMA_VERSION: &str = "pkm-index/9";
 
 /// File in the index directory holding [`SCHEMA_VERSION`] and the search language. Tantivy's garbage collector only
 /// deletes files it created itself, so it leaves this one alone.
 const VERSION_FILE: &str = "pkm-schema-version";
 
-/// The size under which segments are all in one layer of the merge policy ([`merge_policy`]).
-const MERGE_MIN_LAYER_DOCS: u32 = 1_000;
+/// The size under which segments are all in one layer of the merge policy ([`merge_policy`]):
+/// about forty notes. ADR-0022 set it at 1,000 documents when a note was a document per block and
+/// one more (~25 on the bench vaults); one document per note since ADR-0027.
+const MERGE_MIN_LAYER_DOCS: u32 = 40;
 
 /// Writer memory budget. Measured on a 10k-note rebuild (2 cores): 30 MB flushes 4 segments while
 /// the store is still being written, 2.9 s; 120 MB leaves one large flush for the end, 3.4 s.
@@ -65,10 +66,6 @@ const WRITER_MEMORY_BYTES: usize = 30_000_000;
 /// Analyzers kept warm between searches (see `IndexEngine::warm`): searches at once beyond this
 /// many start from a cold stemming cache. Each cache holds up to 65,536 words.
 const WARM_ANALYZERS: usize = 8;
-
-/// Notes whose blocks one read of the index lists, when unlinked mentions go through the notes that
-/// hold a phrase (see `IndexEngine::search_phrase`).
-const NOTES_PER_READ: usize = 64;
 
 /// Tokens of a query read for its vector.
 const QUERY_TOKENS: usize = 128;
@@ -176,26 +173,27 @@ pub struct SearchPage {
     pub total: usize,
 }
 
-/// The fields of the schema (see [`SearchFields`] for the two kinds of document).
+/// The fields of the schema: one document per note (see [`SearchFields`]), which also holds its
+/// blocks, one value each of `block_id` and `body` in block order.
 #[derive(Debug, Clone, Copy)]
 struct Fields {
     block_id: Field,
     search: SearchFields,
+    /// The tags of the note's blocks: each block's distinct tags, one value each (so a tag's
+    /// term frequency in a note is how many of its blocks carry it), stored beside `tagged`.
     tags: Field,
-    /// The block's index within its page, for stable page order; the note document's is
-    /// `u64::MAX`.
-    position: Field,
-    /// The position in its note's `body` where the block's text starts (see `value_starts`):
-    /// where a phrase found in the body stands tells which block holds it.
-    start: Field,
+    /// For each value of `tags`, the position of its block in the note.
+    tagged: Field,
+    /// How many blocks the note has.
+    blocks: Field,
     meaning: Field,
 }
 
 const BLOCK_ID: &str = "block_id";
 const PAGE_PATH: &str = "page_path";
-const POSITION: &str = "position";
-const CONTENT: &str = "content";
-const START: &str = "start";
+const TAGS: &str = "tags";
+const TAGGED: &str = "tagged";
+const BLOCKS: &str = "blocks";
 const MEANING: &str = "meaning";
 
 fn build_schema() -> Schema {
@@ -205,26 +203,29 @@ fn build_schema() -> Schema {
             .set_tokenizer(ANALYZER_NAME)
             .set_index_option(IndexRecordOption::WithFreqsAndPositions),
     );
+    // One document per note (ADR-0027): a document per block as well was 235k of the 245k
+    // documents of the 10k-note bench vault, each with its own stored text, page-path term and
+    // fast values, while no search ever matched one by its words.
+    //
     // Block ids are stored only: never looked up as terms (a term dictionary of ~25 random UUIDs
-    // per note was a quarter of the indexing thread's time) nor sorted on (hits are ordered by
-    // score, then page path and position), so no fast column either (its dictionary of every
-    // block id was ~2 % of a cold index).
+    // per note was a quarter of the indexing thread's time) nor sorted on.
     builder.add_text_field(BLOCK_ID, STORED);
     // FAST: the page order of hits and of tag search sorts on it without the document store.
     builder.add_text_field(PAGE_PATH, STRING | STORED | FAST);
-    builder.add_text_field("kind", STRING);
-    // A block's text is stored, not indexed: its words are indexed once, in its note's `body`.
-    // Indexing them a second time per block doubled the analysis and the postings of a cold index
-    // (+20 % time); the best block of a hit is picked from the few blocks of a page of hits.
-    builder.add_text_field(CONTENT, STORED);
-    builder.add_text_field("tags", STRING);
-    builder.add_u64_field(POSITION, FAST);
-    builder.add_u64_field(START, FAST);
-    // The note document: names and the text of every block (one value each), with positions
-    // (phrases in titles and within a block).
+    let tags = TextOptions::default().set_stored().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer("raw")
+            .set_fieldnorms(false)
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
+    builder.add_text_field(TAGS, tags);
+    builder.add_u64_field(TAGGED, STORED);
+    builder.add_u64_field(BLOCKS, FAST);
+    // The names (title, aliases, file name) and the text of every block (one value each), with
+    // positions (phrases in titles and within a block). The text is stored: a hit shows a block.
     builder.add_text_field("name", text.clone());
     builder.add_text_field("name_exact", STRING);
-    builder.add_text_field("body", text);
+    builder.add_text_field("body", text.set_stored());
     // The note's meaning: its vector (see `embed::quantize`), read by searches from the fast field
     // into a cache per segment.
     builder.add_bytes_field(MEANING, FAST);
@@ -241,16 +242,14 @@ impl Fields {
         Ok(Fields {
             block_id: field(BLOCK_ID)?,
             search: SearchFields {
-                content: field(CONTENT)?,
                 name: field("name")?,
                 name_exact: field("name_exact")?,
                 body: field("body")?,
                 page_path: field(PAGE_PATH)?,
-                kind: field("kind")?,
             },
-            tags: field("tags")?,
-            position: field(POSITION)?,
-            start: field(START)?,
+            tags: field(TAGS)?,
+            tagged: field(TAGGED)?,
+            blocks: field(BLOCKS)?,
             meaning: field(MEANING)?,
         })
     }
@@ -529,88 +528,39 @@ impl IndexEngine {
 }
 
 impl IndexWriter {
-    /// Replaces every doc of `page_path` with `note`'s. Not visible until
+    /// Replaces the document of `page_path` with `note`'s. Not visible until
     /// [`IndexWriter::commit`].
     pub fn replace_page(&mut self, page_path: &str, note: &NoteDoc) -> Result<(), IndexError> {
-        let mut ops = Vec::with_capacity(note.blocks.len() + 2);
-        ops.push(UserOperation::Delete(Term::from_field_text(
+        let mut ops = vec![UserOperation::Delete(Term::from_field_text(
             self.fields.search.page_path,
             page_path,
-        )));
-        ops.extend(self.documents(page_path, note).map(UserOperation::Add));
-        // `run` applies the delete and the adds as one group: no commit can fall between them.
+        ))];
+        ops.extend(self.document(page_path, note).map(UserOperation::Add));
+        // `run` applies the delete and the add as one group: no commit can fall between them.
         self.writer.run(ops)?;
         Ok(())
     }
 
-    /// Adds the docs of a page the index does not hold (a rebuild after [`IndexWriter::clear`],
-    /// or a page never indexed): [`IndexWriter::replace_page`] without the delete, which every
-    /// commit would otherwise apply to every segment.
-    ///
-    /// Each document goes to the indexing thread by itself: Tantivy queues up to 10,000 sends
-    /// ahead of that thread, and as one group per note that was a whole 10k-note vault, every
-    /// block's text held in memory twice while the indexing thread caught up (peak RSS of a cold
-    /// index varied by 70 MB with that lag). Nothing commits between them either way.
+    /// Adds the document of a page the index does not hold (a rebuild after
+    /// [`IndexWriter::clear`], or a page never indexed): [`IndexWriter::replace_page`] without the
+    /// delete, which every commit would otherwise apply to every segment.
     pub fn add_page(&mut self, page_path: &str, note: &NoteDoc) -> Result<(), IndexError> {
-        for doc in self.documents(page_path, note) {
+        if let Some(doc) = self.document(page_path, note) {
             self.writer.add_document(doc)?;
         }
         Ok(())
     }
 
-    /// The note's documents: one per block, then the note's own (none for a note without blocks).
-    fn documents<'a>(
-        &'a self,
-        page_path: &'a str,
-        note: &'a NoteDoc,
-    ) -> impl Iterator<Item = TantivyDocument> + 'a {
-        let starts = value_starts(note.blocks.iter().map(|b| b.content.as_str()));
-        let blocks =
-            note.blocks
-                .iter()
-                .zip(starts)
-                .enumerate()
-                .map(move |(position, (block, start))| {
-                    self.block_document(page_path, position, start, block)
-                });
-        let whole = (!note.blocks.is_empty()).then(|| self.note_document(page_path, note));
-        blocks.chain(whole)
-    }
-
-    fn block_document(
-        &self,
-        page_path: &str,
-        position: usize,
-        start: u64,
-        block: &BlockDoc,
-    ) -> TantivyDocument {
-        let f = &self.fields;
-        let mut doc = TantivyDocument::default();
-        doc.add_text(f.block_id, &block.block_id);
-        doc.add_text(f.search.page_path, page_path);
-        doc.add_text(f.search.content, &block.content);
-        let mut tags: Vec<String> = block
-            .tags
-            .iter()
-            .map(|t| normalize_tag(t))
-            .filter(|t| !t.is_empty())
-            .collect();
-        tags.sort_unstable();
-        tags.dedup();
-        for tag in tags {
-            doc.add_text(f.tags, tag);
+    /// The note's document: its names, its blocks (id, text, tags) and its meaning. None for a
+    /// note without blocks (a hit points at a block).
+    fn document(&self, page_path: &str, note: &NoteDoc) -> Option<TantivyDocument> {
+        if note.blocks.is_empty() {
+            return None;
         }
-        doc.add_u64(f.position, u64::try_from(position).unwrap_or(u64::MAX));
-        doc.add_u64(f.start, start);
-        doc
-    }
-
-    fn note_document(&self, page_path: &str, note: &NoteDoc) -> TantivyDocument {
-        let f = &self.fields.search;
+        let fields = &self.fields;
+        let f = &fields.search;
         let mut doc = TantivyDocument::default();
         doc.add_text(f.page_path, page_path);
-        doc.add_text(f.kind, NOTE_KIND);
-        doc.add_u64(self.fields.position, u64::MAX);
         let file_name = Path::new(page_path)
             .file_stem()
             .and_then(|s| s.to_str())
@@ -630,9 +580,29 @@ impl IndexWriter {
         for key in keys {
             doc.add_text(f.name_exact, key);
         }
-        for block in &note.blocks {
+        let mut tags: Vec<String> = Vec::new();
+        for (position, block) in (0u64..).zip(&note.blocks) {
+            doc.add_text(fields.block_id, &block.block_id);
             doc.add_text(f.body, &block.content);
+            tags.clear();
+            tags.extend(
+                block
+                    .tags
+                    .iter()
+                    .map(|t| normalize_tag(t))
+                    .filter(|t| !t.is_empty()),
+            );
+            tags.sort_unstable();
+            tags.dedup();
+            for tag in &tags {
+                doc.add_text(fields.tags, tag);
+                doc.add_u64(fields.tagged, position);
+            }
         }
+        doc.add_u64(
+            fields.blocks,
+            u64::try_from(note.blocks.len()).unwrap_or(u64::MAX),
+        );
         let worked_out;
         let meaning = match &note.meaning {
             Some(meaning) => meaning,
@@ -646,9 +616,9 @@ impl IndexWriter {
             }
         };
         if let Some(bytes) = &meaning.0 {
-            doc.add_bytes(self.fields.meaning, bytes);
+            doc.add_bytes(fields.meaning, bytes);
         }
-        doc
+        Some(doc)
     }
 
     /// Removes every doc of `page_path`. Not visible until [`IndexWriter::commit`].
@@ -758,7 +728,7 @@ impl IndexEngine {
             Some(_) => 0..end.max(FUSION_DEPTH),
             None => offset..end,
         };
-        let note_count = searcher.doc_freq(&Term::from_field_text(fields.kind, NOTE_KIND))? as f32;
+        let note_count = searcher.num_docs() as f32;
         let rarity = |term: &str| {
             let with = searcher
                 .doc_freq(&Term::from_field_text(fields.body, term))
@@ -836,14 +806,14 @@ impl IndexEngine {
             // `end`-th score (ties included, which the page path orders) need their page path.
             ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
         }
-        let mut notes: Vec<(f32, String)> = Vec::with_capacity(ranked.len().min(end));
+        let mut notes: Vec<(f32, String, DocAddress)> = Vec::with_capacity(ranked.len().min(end));
         let mut columns: HashMap<SegmentOrdinal, Option<StrColumn>> = HashMap::new();
         for (score, note) in ranked {
             if meaning.is_some()
                 && notes.len() >= end
                 && notes
                     .last()
-                    .is_none_or(|(last, _)| score.total_cmp(last).is_lt())
+                    .is_none_or(|(last, _, _)| score.total_cmp(last).is_lt())
             {
                 break;
             }
@@ -856,7 +826,9 @@ impl IndexEngine {
                         .str(PAGE_PATH)?,
                 ),
             };
-            notes.extend(page_path_of(column.as_ref(), note.doc_id)?.map(|path| (score, path)));
+            notes.extend(
+                page_path_of(column.as_ref(), note.doc_id)?.map(|path| (score, path, note)),
+            );
         }
         if meaning.is_some() {
             notes.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
@@ -896,18 +868,17 @@ impl IndexEngine {
         })
     }
 
-    /// The hits of `notes` (score, page path), in their order: each note's best block.
+    /// The hits of `notes` (score, page path, address), in their order: each note's best block.
     fn hits_of(
         &self,
         scored: &ScoredBlocks<'_>,
-        notes: &[(f32, String)],
+        notes: &[(f32, String, DocAddress)],
     ) -> Result<Vec<Hit>, IndexError> {
-        let mut blocks = self.blocks_of(scored.searcher, notes.iter().map(|(_, p)| p.as_str()))?;
         let mut analyzer = self.take_analyzer();
         let mut embedder = Embedder::new(self.model);
         let mut hits = Vec::with_capacity(notes.len());
-        for (score, page_path) in notes {
-            let blocks = blocks.remove(page_path).unwrap_or_default();
+        for (score, _, address) in notes {
+            let blocks = self.stored_note(scored.searcher, *address)?.into_blocks();
             let closest = scored.meaning.map(|q| (&mut embedder, q));
             hits.extend(
                 best_block(&mut analyzer, &scored.scorer, closest, blocks)
@@ -1009,13 +980,54 @@ impl IndexEngine {
         if tag.is_empty() {
             return Ok(SearchPage::default());
         }
-        let query = TermQuery::new(
-            Term::from_field_text(self.fields.tags, &tag),
-            IndexRecordOption::Basic,
-        );
-        let mut page = self.in_page_order(&query, limit, offset, None)?;
-        page.total = page.total.min(MAX_SCORE_MATCHES);
-        Ok(page)
+        let searcher = self.reader.searcher();
+        // Every note holding the tag, with how many of its blocks do (the term's frequency).
+        let term = Term::from_field_text(self.fields.tags, &tag);
+        let mut notes: Vec<(String, DocAddress, usize)> = Vec::new();
+        for (ordinal, segment) in (0..).zip(searcher.segment_readers()) {
+            let inverted = segment.inverted_index(self.fields.tags)?;
+            let Some(mut postings) = inverted.read_postings(&term, IndexRecordOption::WithFreqs)?
+            else {
+                continue;
+            };
+            let paths = segment.fast_fields().str(PAGE_PATH)?;
+            let alive = segment.alive_bitset();
+            let mut doc = postings.doc();
+            while doc != TERMINATED {
+                if alive.is_none_or(|alive| alive.is_alive(doc))
+                    && let Some(path) = page_path_of(paths.as_ref(), doc)?
+                {
+                    let count = usize::try_from(postings.term_freq()).unwrap_or(usize::MAX);
+                    notes.push((path, DocAddress::new(ordinal, doc), count));
+                }
+                doc = postings.advance();
+            }
+        }
+        notes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let total = notes.iter().map(|(_, _, count)| *count).sum::<usize>();
+        let end = offset.saturating_add(limit).min(MAX_SCORE_MATCHES);
+        let mut hits = Vec::new();
+        let mut before = 0;
+        for (_, address, count) in notes {
+            if before >= end {
+                break;
+            }
+            if before + count > offset {
+                let note = self.stored_note(&searcher, address)?;
+                let tagged = note.tagged(&tag);
+                let from = offset.saturating_sub(before);
+                let take = end - before.max(offset);
+                hits.extend(
+                    note.into_blocks_at(tagged.into_iter().skip(from).take(take))
+                        .map(|block| block.into_hit(1.0, None)),
+                );
+            }
+            before += count;
+        }
+        Ok(SearchPage {
+            hits,
+            total: total.min(MAX_SCORE_MATCHES),
+        })
     }
 
     /// Blocks whose content contains `phrase` as consecutive words (case-insensitive, accents
@@ -1033,64 +1045,31 @@ impl IndexEngine {
         let searcher = self.reader.searcher();
         let snippets = self.snippet_generator(&searcher, &*query)?;
         let limit = limit.min(MAX_SCORE_MATCHES);
-        let notes: Vec<(String, DocAddress)> =
-            searcher.search(&*query, &NoteDocs)?.into_iter().collect();
+        let notes: BTreeMap<String, DocAddress> = searcher.search(&*query, &NoteDocs)?;
         let mut hits = Vec::new();
-        // The notes whose body holds the phrase, a few at a time; in each, the blocks where it
-        // stands (from its positions in the body), read from the store.
-        for chunk in notes.chunks(NOTES_PER_READ) {
-            let mut blocks = self.blocks_at(&searcher, chunk.iter().map(|(p, _)| p.as_str()))?;
-            for (page_path, note) in chunk {
-                let starts = phrase_starts(&searcher, body, &phrase, *note)?;
-                let blocks = blocks.remove(page_path).unwrap_or_default();
-                for (i, block) in blocks.iter().enumerate() {
-                    let end = blocks.get(i + 1).map_or(u64::MAX, |next| next.start);
-                    if hits.len() < limit
-                        && starts
-                            .iter()
-                            .any(|s| (block.start..end).contains(&u64::from(*s)))
-                    {
-                        let hit = self.stored_block(&searcher, block.address)?;
-                        hits.push(hit.into_hit(1.0, Some(&snippets)));
-                    }
-                }
-            }
+        // The notes whose body holds the phrase; in each, the blocks where it stands (from its
+        // positions in the body, against where each block's text starts there).
+        for address in notes.into_values() {
             if hits.len() >= limit {
                 break;
             }
+            let starts = phrase_starts(&searcher, body, &phrase, address)?;
+            let note = self.stored_note(&searcher, address)?;
+            let blocks = value_starts(note.texts.iter().map(String::as_str));
+            let holding: Vec<usize> = (0..blocks.len())
+                .filter(|i| {
+                    let from = blocks.get(*i).copied().unwrap_or(u64::MAX);
+                    let to = blocks.get(i + 1).copied().unwrap_or(u64::MAX);
+                    starts.iter().any(|s| (from..to).contains(&u64::from(*s)))
+                })
+                .take(limit - hits.len())
+                .collect();
+            hits.extend(
+                note.into_blocks_at(holding)
+                    .map(|block| block.into_hit(1.0, Some(&snippets))),
+            );
         }
         Ok(hits)
-    }
-
-    fn in_page_order(
-        &self,
-        query: &dyn Query,
-        limit: usize,
-        offset: usize,
-        snippets: Option<&SnippetGenerator>,
-    ) -> Result<SearchPage, IndexError> {
-        let searcher = self.reader.searcher();
-        let end = offset.saturating_add(limit).min(MAX_SCORE_MATCHES);
-        if offset >= end {
-            return Ok(SearchPage {
-                hits: Vec::new(),
-                total: searcher.search(query, &Count)?,
-            });
-        }
-        let order = (
-            (SortByString::for_field(PAGE_PATH), Order::Asc),
-            (
-                SortByStaticFastValue::<u64>::for_field(POSITION),
-                Order::Asc,
-            ),
-        );
-        let top = TopDocs::for_doc_range(offset..end).order_by(order);
-        let (total, found) = searcher.search(query, &(Count, top))?;
-        let hits = found
-            .into_iter()
-            .map(|(_, address)| self.hit(&searcher, address, 1.0, snippets))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(SearchPage { hits, total })
     }
 
     fn snippet_generator(
@@ -1103,81 +1082,42 @@ impl IndexEngine {
         Ok(generator)
     }
 
-    fn hit(
+    /// The note document at `address`, as stored.
+    fn stored_note(
         &self,
         searcher: &Searcher,
         address: DocAddress,
-        score: f32,
-        snippets: Option<&SnippetGenerator>,
-    ) -> Result<Hit, IndexError> {
-        Ok(self
-            .stored_block(searcher, address)?
-            .into_hit(score, snippets))
-    }
-
-    fn stored_block(
-        &self,
-        searcher: &Searcher,
-        address: DocAddress,
-    ) -> Result<StoredBlock, IndexError> {
+    ) -> Result<StoredNote, IndexError> {
         let doc: TantivyDocument = searcher.doc(address)?;
-        let text = |field: Field| {
-            doc.get_first(field)
-                .and_then(|v| v.as_str())
-                .unwrap_or_default()
-                .to_owned()
+        let texts = |field: Field| -> Vec<String> {
+            doc.get_all(field)
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
         };
-        Ok(StoredBlock {
-            block_id: text(self.fields.block_id),
-            page_path: text(self.fields.search.page_path),
-            content: text(self.fields.search.content),
+        let tags = texts(self.fields.tags);
+        let tagged = doc.get_all(self.fields.tagged).filter_map(|v| v.as_u64());
+        Ok(StoredNote {
+            page_path: texts(self.fields.search.page_path)
+                .into_iter()
+                .next()
+                .unwrap_or_default(),
+            block_ids: texts(self.fields.block_id),
+            texts: texts(self.fields.search.body),
+            tags: tagged.zip(tags).collect(),
         })
     }
 
-    /// The blocks of the notes at `page_paths`, each note's in block order.
-    fn blocks_of<'a>(
-        &self,
-        searcher: &Searcher,
-        page_paths: impl IntoIterator<Item = &'a str>,
-    ) -> Result<HashMap<String, Vec<StoredBlock>>, IndexError> {
-        let mut out = HashMap::new();
-        for (page_path, blocks) in self.blocks_at(searcher, page_paths)? {
-            let blocks = blocks
-                .into_iter()
-                .map(|block| self.stored_block(searcher, block.address))
-                .collect::<Result<Vec<_>, _>>()?;
-            out.insert(page_path, blocks);
-        }
-        Ok(out)
-    }
-
-    /// Where the blocks of the notes at `page_paths` are, each note's in block order.
-    fn blocks_at<'a>(
-        &self,
-        searcher: &Searcher,
-        page_paths: impl IntoIterator<Item = &'a str>,
-    ) -> Result<HashMap<String, Vec<BlockAt>>, IndexError> {
-        let query = documents_of_notes(&self.fields.search, page_paths);
-        let mut found = searcher.search(&*query, &NoteBlocks)?;
-        for blocks in found.values_mut() {
-            blocks.sort_unstable_by_key(|block| block.position);
-        }
-        Ok(found)
-    }
-
-    /// Number of searchable block docs as of the last commit (note documents not counted).
+    /// Number of searchable blocks as of the last commit.
     pub fn doc_count(&self) -> Result<u64, IndexError> {
         let searcher = self.reader.searcher();
-        let notes = searcher.search(
-            &TermQuery::new(
-                Term::from_field_text(self.fields.search.kind, NOTE_KIND),
-                IndexRecordOption::Basic,
-            ),
-            &Count,
-        )?;
-        Ok(searcher
-            .num_docs()
-            .saturating_sub(u64::try_from(notes).unwrap_or(u64::MAX)))
+        let mut blocks = 0u64;
+        for segment in searcher.segment_readers() {
+            let counts = segment.fast_fields().u64(BLOCKS)?;
+            for doc in segment.doc_ids_alive() {
+                blocks = blocks.saturating_add(counts.first(doc).unwrap_or(0));
+            }
+        }
+        Ok(blocks)
     }
 
     /// The language this index stems in.
@@ -1185,36 +1125,9 @@ impl IndexEngine {
         self.language
     }
 
-    /// Number of distinct page paths with at least one searchable doc, as of the last commit.
+    /// Number of searchable notes (those with at least one block), as of the last commit.
     pub fn page_count(&self) -> Result<u64, IndexError> {
-        let searcher = self.reader.searcher();
-        let mut pages: HashSet<Vec<u8>> = HashSet::new();
-        for segment in searcher.segment_readers() {
-            let inverted = segment.inverted_index(self.fields.search.page_path)?;
-            let mut terms = inverted.terms().stream()?;
-            while terms.advance() {
-                if pages.contains(terms.key()) {
-                    continue;
-                }
-                // The term dictionary still lists deleted docs' pages until a merge drops them.
-                let live = match segment.alive_bitset() {
-                    None => true,
-                    Some(alive) => {
-                        let mut postings = inverted
-                            .read_postings_from_terminfo(terms.value(), IndexRecordOption::Basic)?;
-                        let mut doc = postings.doc();
-                        while doc != TERMINATED && !alive.is_alive(doc) {
-                            doc = postings.advance();
-                        }
-                        doc != TERMINATED
-                    }
-                };
-                if live {
-                    pages.insert(terms.key().to_vec());
-                }
-            }
-        }
-        Ok(u64::try_from(pages.len()).unwrap_or(u64::MAX))
+        Ok(self.reader.searcher().num_docs())
     }
 }
 
@@ -1274,8 +1187,8 @@ fn phrase_starts(
     Ok(starts.unwrap_or_default())
 }
 
-/// Collects the page path and address of every matching document, by page path (for queries
-/// that match note documents only, one per note).
+/// Collects the page path and address of every matching document (one per note), by page
+/// path.
 struct NoteDocs;
 
 struct SegmentNoteDocs {
@@ -1329,6 +1242,59 @@ impl SegmentCollector for SegmentNoteDocs {
                 .into_iter()
                 .map(|(ord, doc)| (ord, DocAddress::new(segment, doc))),
         )
+    }
+}
+
+/// A note as stored: its page path and its blocks, in block order.
+struct StoredNote {
+    page_path: String,
+    block_ids: Vec<String>,
+    texts: Vec<String>,
+    /// The block position and the tag of each tag its blocks carry (see `Fields::tags`).
+    tags: Vec<(u64, String)>,
+}
+
+impl StoredNote {
+    /// The positions of the blocks carrying `tag` (normalized), in block order.
+    fn tagged(&self, tag: &str) -> Vec<usize> {
+        let mut positions: Vec<usize> = self
+            .tags
+            .iter()
+            .filter(|(_, t)| t == tag)
+            .filter_map(|(position, _)| usize::try_from(*position).ok())
+            .collect();
+        positions.sort_unstable();
+        positions.dedup();
+        positions
+    }
+
+    /// Every block, in block order.
+    fn into_blocks(self) -> Vec<StoredBlock> {
+        let all = 0..self.texts.len();
+        self.into_blocks_at(all).collect()
+    }
+
+    /// The blocks at `positions`, in that order (a position past the last block is skipped).
+    fn into_blocks_at(
+        self,
+        positions: impl IntoIterator<Item = usize>,
+    ) -> impl Iterator<Item = StoredBlock> {
+        let StoredNote {
+            page_path,
+            block_ids,
+            texts,
+            ..
+        } = self;
+        let mut blocks: Vec<Option<(String, String)>> =
+            block_ids.into_iter().zip(texts).map(Some).collect();
+        positions.into_iter().filter_map(move |i| {
+            let (block_id, content) = blocks.get_mut(i)?.take()?;
+            Some(StoredBlock {
+                block_id,
+                page_path: page_path.clone(),
+                content,
+            })
+        })
     }
 }
 
@@ -1402,83 +1368,6 @@ fn best_block(
         .find(said)
         .or_else(|| ranked.first().map(|(_, i)| *i))?;
     blocks.into_iter().nth(chosen)
-}
-
-/// Collects, per page path, where each matching block is (note documents left out): the blocks of
-/// the notes a search page shows, in one pass.
-struct NoteBlocks;
-
-/// Where a block is: its position in its note, its start in the note's body, its address.
-#[derive(Debug, Clone, Copy)]
-struct BlockAt {
-    position: u64,
-    start: u64,
-    address: DocAddress,
-}
-
-struct SegmentNoteBlocks {
-    segment: SegmentOrdinal,
-    paths: Option<StrColumn>,
-    positions: Column<u64>,
-    starts: Column<u64>,
-    by_path_ord: HashMap<u64, Vec<BlockAt>>,
-}
-
-impl Collector for NoteBlocks {
-    type Fruit = HashMap<String, Vec<BlockAt>>;
-    type Child = SegmentNoteBlocks;
-
-    fn for_segment(
-        &self,
-        segment: SegmentOrdinal,
-        reader: &tantivy::SegmentReader,
-    ) -> tantivy::Result<SegmentNoteBlocks> {
-        Ok(SegmentNoteBlocks {
-            segment,
-            paths: reader.fast_fields().str(PAGE_PATH)?,
-            positions: reader.fast_fields().u64(POSITION)?,
-            starts: reader.fast_fields().u64(START)?,
-            by_path_ord: HashMap::new(),
-        })
-    }
-
-    fn requires_scoring(&self) -> bool {
-        false
-    }
-
-    fn merge_fruits(
-        &self,
-        fruits: Vec<HashMap<String, Vec<BlockAt>>>,
-    ) -> tantivy::Result<HashMap<String, Vec<BlockAt>>> {
-        let mut merged: HashMap<String, Vec<BlockAt>> = HashMap::new();
-        for (path, blocks) in fruits.into_iter().flatten() {
-            merged.entry(path).or_default().extend(blocks);
-        }
-        Ok(merged)
-    }
-}
-
-impl SegmentCollector for SegmentNoteBlocks {
-    type Fruit = HashMap<String, Vec<BlockAt>>;
-
-    fn collect(&mut self, doc: tantivy::DocId, _score: Score) {
-        let Some(path_ord) = self.paths.as_ref().and_then(|c| c.term_ords(doc).next()) else {
-            return;
-        };
-        let position = self.positions.first(doc).unwrap_or(u64::MAX);
-        if position == u64::MAX {
-            return; // the note document
-        }
-        self.by_path_ord.entry(path_ord).or_default().push(BlockAt {
-            position,
-            start: self.starts.first(doc).unwrap_or(0),
-            address: DocAddress::new(self.segment, doc),
-        });
-    }
-
-    fn harvest(self) -> HashMap<String, Vec<BlockAt>> {
-        by_page_path(self.paths.as_ref(), self.by_path_ord)
-    }
 }
 
 /// The two rankings of a search as one: each note's word score relative to the best (weighted
@@ -1907,8 +1796,8 @@ fn search_threads() -> usize {
 }
 
 /// Tantivy's log merge policy, with every segment under [`MERGE_MIN_LAYER_DOCS`] in the lowest
-/// layer instead of every one under 10,000 docs. Each write commits a segment of one note (a doc
-/// per block and one for the note); with Tantivy's default, a segment merged from them stays in
+/// layer instead of every one under 10,000 docs. Each write commits a segment of one note (one
+/// document); with Tantivy's default, a segment merged from them stays in
 /// the lowest layer until it holds 10,000 docs, so it is merged again with every eight commits
 /// and a long session's writes cost more and more merging (quadratic). With a small lowest
 /// layer, merged segments climb a layer each time they grow, so a doc is merged about once per

@@ -2,7 +2,8 @@
 //! that lets a rebuild exclude writers, and autocomplete ranking.
 //!
 //! Architecture invariant: this crate knows nothing of markdown or SQLite. The command layer hands
-//! it one [`NoteDoc`] per note, holding a [`BlockDoc`] per block, and gets back block ids, page paths and snippets.
+//! it one [`NoteDoc`] per note, holding a [`BlockDoc`] per block, and gets back block ids, page
+//! paths and snippets. The index holds one document per note (ADR-0027).
 //! Architecture invariant: the user's query text never reaches Tantivy's query parser.
 
 pub mod autocomplete;

@@ -164,18 +164,15 @@ pub(crate) fn field_query(field: Field, clause: &Clause) -> Box<dyn Query> {
     }
 }
 
-/// The fields a search reads. A note is two kinds of document: one per block (`content`, the
-/// block's text, stored, not indexed) and one for the whole note (`name`: its title, aliases and
-/// file name; `name_exact`: each of those analyzed and joined; `body`: the text of every block,
+/// The fields a search reads, of the one document of each note: `name` (its title, aliases and
+/// file name), `name_exact` (each of those analyzed and joined), `body` (the text of every block,
 /// one value each, with positions).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SearchFields {
-    pub content: Field,
     pub name: Field,
     pub name_exact: Field,
     pub body: Field,
     pub page_path: Field,
-    pub kind: Field,
 }
 
 /// How strictly the clauses of a query must match; a search tries each in turn until one finds
@@ -507,13 +504,6 @@ pub(crate) fn note_query(
         all_terms.terms.push(term.clone());
     }
     let mut top: Vec<(Occur, Box<dyn Query>)> = vec![
-        (
-            Occur::Must,
-            Box::new(TermQuery::new(
-                Term::from_field_text(fields.kind, NOTE_KIND),
-                IndexRecordOption::Basic,
-            )),
-        ),
         (Occur::Must, words),
         (
             Occur::Should,
@@ -970,27 +960,6 @@ impl Scorer for CoverageScorer {
     }
 }
 
-/// Every document of the notes at `page_paths` (their blocks, and their note documents, which a
-/// collector tells apart by position).
-pub(crate) fn documents_of_notes<'a>(
-    fields: &SearchFields,
-    page_paths: impl IntoIterator<Item = &'a str>,
-) -> Box<dyn Query> {
-    // Term queries, not a term set: a set streams the whole term dictionary of page paths.
-    Box::new(BooleanQuery::new(
-        page_paths
-            .into_iter()
-            .map(|path| {
-                let note: Box<dyn Query> = Box::new(TermQuery::new(
-                    Term::from_field_text(fields.page_path, path),
-                    IndexRecordOption::Basic,
-                ));
-                (Occur::Should, note)
-            })
-            .collect(),
-    ))
-}
-
 /// Any of the clauses in a note's text, a typo allowed as `matching` says: what snippets
 /// highlight.
 pub(crate) fn words_in_text(
@@ -1155,9 +1124,6 @@ impl<'c> BlockScorer<'c> {
             .sum()
     }
 }
-
-/// The value of the `kind` field on note documents (block documents have none).
-pub(crate) const NOTE_KIND: &str = "note";
 
 #[cfg(test)]
 mod tests {
@@ -1372,12 +1338,10 @@ mod tests {
         );
         let mut builder = Schema::builder();
         let fields = SearchFields {
-            content: builder.add_text_field("content", STRING),
             name: builder.add_text_field("name", text.clone()),
             name_exact: builder.add_text_field("name_exact", STRING),
             body: builder.add_text_field("body", text),
             page_path: builder.add_text_field("page_path", STRING),
-            kind: builder.add_text_field("kind", STRING),
         };
         let index = tantivy::Index::create_in_ram(builder.build());
         index.tokenizers().register("words", analyzer(none));
@@ -1393,13 +1357,12 @@ mod tests {
             ),
             ("Other", "window window window garden"),
         ];
-        // Two segments, and a block document without a body between notes.
+        // Two segments, and a document without a name or a body between notes.
         for (i, (name, body)) in notes.iter().enumerate() {
             let mut doc = tantivy::TantivyDocument::default();
-            doc.add_text(fields.content, "a block");
+            doc.add_text(fields.page_path, "empty.md");
             writer.add_document(doc).unwrap();
             let mut doc = tantivy::TantivyDocument::default();
-            doc.add_text(fields.kind, NOTE_KIND);
             doc.add_text(fields.name, name);
             for block in body.split(';') {
                 doc.add_text(fields.body, block);
@@ -1432,16 +1395,10 @@ mod tests {
                 }
             };
             same(&flat, &*nested);
-            // Within a search of notes: the intersection seeks the flat scorer.
+            // Within an intersection, which seeks the flat scorer.
             let note = |words: Box<dyn Query>| -> Box<dyn Query> {
                 Box::new(BooleanQuery::new(vec![
-                    (
-                        Occur::Must,
-                        Box::new(TermQuery::new(
-                            Term::from_field_text(fields.kind, NOTE_KIND),
-                            IndexRecordOption::Basic,
-                        )),
-                    ),
+                    (Occur::Must, Box::new(tantivy::query::AllQuery)),
                     (Occur::Must, words),
                 ]))
             };

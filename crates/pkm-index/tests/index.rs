@@ -715,6 +715,56 @@ fn tag_search_pages_with_an_offset_through_exactly_total_hits() {
 }
 
 #[test]
+fn tag_search_pages_across_notes_as_one_list_in_page_and_block_order() {
+    // Which blocks of a note carry the tag (with another tag beside it, and a block with only
+    // the other one): the list runs over three notes, two commits, and a note replaced in the
+    // second (its old document deleted in the first segment).
+    let note = |page: &str, carried: &[bool]| -> Vec<BlockDoc> {
+        carried
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let tags: &[&str] = if *t { &["t", "other"] } else { &["other"] };
+                tagged(&format!("{page}-{i}"), page, "text", tags)
+            })
+            .collect()
+    };
+    let (_dir, mut engine) = engine();
+    engine
+        .replace_note("b.md", &note("b.md", &[true, false, true, true]))
+        .unwrap();
+    engine
+        .replace_note("c.md", &note("c.md", &[false, true]))
+        .unwrap();
+    engine.commit().unwrap();
+    engine
+        .replace_note("a.md", &note("a.md", &[true, true]))
+        .unwrap();
+    engine
+        .replace_note("c.md", &note("c.md", &[true, false, true]))
+        .unwrap();
+    engine.commit().unwrap();
+    let all = [
+        "a.md-0", "a.md-1", "b.md-0", "b.md-2", "b.md-3", "c.md-0", "c.md-2",
+    ];
+    for offset in 0..=all.len() {
+        for limit in 1..=all.len() {
+            let page = engine.search_by_tag("t", limit, offset).unwrap();
+            let end = (offset + limit).min(all.len());
+            assert_eq!(
+                ids(&page),
+                all[offset..end],
+                "offset {offset}, limit {limit}"
+            );
+            assert_eq!(page.total, all.len());
+        }
+    }
+    assert_eq!(engine.search_by_tag("other", 20, 0).unwrap().total, 9);
+    assert_eq!(engine.doc_count().unwrap(), 9);
+    assert_eq!(engine.page_count().unwrap(), 3);
+}
+
+#[test]
 fn phrase_search_finds_adjacent_words_only() {
     let (_dir, engine) = engine_with(&[
         (
