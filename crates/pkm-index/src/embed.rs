@@ -357,14 +357,64 @@ impl<'a> Model<'a> {
     }
 }
 
-/// Embeds many texts with one model, as [`Model::embed`] does, remembering the pieces of each
-/// word it has cut and reusing its buffers: the blocks of a page of hits, whose words repeat
-/// (WordPiece tries up to a lookup per prefix of a word the vocabulary does not hold whole).
-pub(crate) struct Embedder<'m> {
-    model: &'m Model<'m>,
+/// Words a [`WordPieces`] remembers before it starts over.
+const REMEMBERED_WORDS: usize = 1 << 14;
+
+/// The pieces of each word WordPiece has cut, remembered: a vault's words repeat, and WordPiece
+/// tries up to a lookup per prefix of a word the vocabulary does not hold whole. For one model.
+#[derive(Default)]
+pub(crate) struct WordPieces {
     /// Each word cut so far: the range of its pieces in `pieces`.
     words: HashMap<String, (u32, u32), foldhash::fast::FixedState>,
     pieces: Vec<u32>,
+}
+
+impl WordPieces {
+    /// Appends `word`'s pieces under `model` to `out`.
+    fn cut(&mut self, model: &Model<'_>, word: &str, out: &mut Vec<u32>) {
+        let range = match self.words.get(word) {
+            Some(range) => *range,
+            None => {
+                if self.words.len() >= REMEMBERED_WORDS {
+                    self.words.clear();
+                    self.pieces.clear();
+                }
+                let from = self.pieces.len();
+                model.wordpiece(word, &mut self.pieces);
+                let range = (
+                    u32::try_from(from).unwrap_or(u32::MAX),
+                    u32::try_from(self.pieces.len()).unwrap_or(u32::MAX),
+                );
+                self.words.insert(word.to_owned(), range);
+                range
+            }
+        };
+        out.extend_from_slice(
+            self.pieces
+                .get(range.0 as usize..range.1 as usize)
+                .unwrap_or(&[]),
+        );
+    }
+}
+
+impl Model<'_> {
+    /// [`Model::tokenize`], the pieces of each word taken from `known` where it has them.
+    pub(crate) fn tokenize_known(
+        &self,
+        text: &str,
+        max: usize,
+        out: &mut Vec<u32>,
+        known: &mut WordPieces,
+    ) {
+        self.tokenize_with(text, max, out, &mut |word, out| known.cut(self, word, out));
+    }
+}
+
+/// Embeds many texts with one model, as [`Model::embed`] does, remembering the pieces of each
+/// word it has cut and reusing its buffers: the blocks of a page of hits, whose words repeat.
+pub(crate) struct Embedder<'m> {
+    model: &'m Model<'m>,
+    known: WordPieces,
     ids: Vec<u32>,
     vector: Vec<f32>,
 }
@@ -373,8 +423,7 @@ impl<'m> Embedder<'m> {
     pub(crate) fn new(model: &'m Model<'m>) -> Embedder<'m> {
         Embedder {
             model,
-            words: HashMap::default(),
-            pieces: Vec::new(),
+            known: WordPieces::default(),
             ids: Vec::new(),
             vector: Vec::new(),
         }
@@ -385,32 +434,12 @@ impl<'m> Embedder<'m> {
     pub(crate) fn embed(&mut self, text: &str, max: usize) -> Option<&[f32]> {
         let Embedder {
             model,
-            words,
-            pieces,
+            known,
             ids,
             vector,
         } = self;
         ids.clear();
-        model.tokenize_with(text, max, ids, &mut |word, out| {
-            let range = match words.get(word) {
-                Some(range) => *range,
-                None => {
-                    let from = pieces.len();
-                    model.wordpiece(word, pieces);
-                    let range = (
-                        u32::try_from(from).unwrap_or(u32::MAX),
-                        u32::try_from(pieces.len()).unwrap_or(u32::MAX),
-                    );
-                    words.insert(word.to_owned(), range);
-                    range
-                }
-            };
-            out.extend_from_slice(
-                pieces
-                    .get(range.0 as usize..range.1 as usize)
-                    .unwrap_or(&[]),
-            );
-        });
+        model.tokenize_known(text, max, ids, known);
         model.mean_into(ids, vector).then_some(vector.as_slice())
     }
 }

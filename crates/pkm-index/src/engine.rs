@@ -6,6 +6,7 @@
 //! visible only at [`IndexWriter::commit`], which also reloads the searcher, so the next search sees
 //! every prior write (read-your-writes). Searches never wait for the writer.
 
+use std::cell::RefCell;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
@@ -33,7 +34,7 @@ use tantivy::{
 };
 
 use crate::directory::IndexDirectory;
-use crate::embed::{self, Embedder, Model, NOTE_TOKENS, QueryVector};
+use crate::embed::{self, Embedder, Model, NOTE_TOKENS, QueryVector, WordPieces};
 use crate::error::IndexError;
 use crate::query::{
     BlockScorer, BlockWords, Clause, MATCHINGS, Matching, SearchFields, Typos, clauses,
@@ -124,6 +125,12 @@ impl NoteMeaning {
     }
 }
 
+thread_local! {
+    /// The word pieces this thread's note vectors have cut so far, and the address of the model
+    /// they are of: a scan works out its notes' vectors on a few threads that live on.
+    static KNOWN_PIECES: RefCell<(usize, WordPieces)> = RefCell::default();
+}
+
 /// The vector of the title and the text, from the first `NOTE_TOKENS` tokens.
 fn note_meaning<'a>(
     model: &Model<'_>,
@@ -131,10 +138,17 @@ fn note_meaning<'a>(
     texts: impl IntoIterator<Item = &'a str>,
 ) -> NoteMeaning {
     let mut ids = Vec::new();
-    model.tokenize(title, NOTE_TOKENS, &mut ids);
-    for text in texts {
-        model.tokenize(text, NOTE_TOKENS, &mut ids);
-    }
+    KNOWN_PIECES.with_borrow_mut(|(of, known)| {
+        let this = std::ptr::from_ref(model).addr();
+        if *of != this {
+            *known = WordPieces::default();
+            *of = this;
+        }
+        model.tokenize_known(title, NOTE_TOKENS, &mut ids, known);
+        for text in texts {
+            model.tokenize_known(text, NOTE_TOKENS, &mut ids, known);
+        }
+    });
     NoteMeaning(model.mean(&ids).map(|v| embed::quantize(&v)))
 }
 
