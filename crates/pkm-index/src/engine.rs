@@ -13,7 +13,7 @@ use std::fs;
 use std::io::ErrorKind as IoErrorKind;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use parking_lot::Mutex;
 use tantivy::collector::{Collector, SegmentCollector};
@@ -22,9 +22,10 @@ use tantivy::index::SegmentId;
 use tantivy::indexer::{IndexWriterOptions, UserOperation};
 use tantivy::postings::Postings;
 use tantivy::query::{EnableScoring, Query};
+use tantivy::schema::document::{DeserializeError, DocumentDeserialize, DocumentDeserializer};
 use tantivy::schema::{
-    FAST, Field, IndexRecordOption, STORED, STRING, Schema, TantivyDocument, TextFieldIndexing,
-    TextOptions, Value,
+    FAST, Field, IndexRecordOption, OwnedValue, STORED, STRING, Schema, TantivyDocument,
+    TextFieldIndexing, TextOptions,
 };
 use tantivy::snippet::{Snippet, SnippetGenerator};
 use tantivy::tokenizer::{TextAnalyzer, TokenizerManager};
@@ -198,6 +199,9 @@ struct Fields {
     tags: Field,
     /// For each value of `tags`, the position of its block in the note.
     tagged: Field,
+    /// Where each block's text starts among the positions of `body` (see `value_starts`): where a
+    /// phrase found in the body stands tells which block holds it. Stored, one per block.
+    start: Field,
     /// How many blocks the note has.
     blocks: Field,
     meaning: Field,
@@ -207,10 +211,15 @@ const BLOCK_ID: &str = "block_id";
 const PAGE_PATH: &str = "page_path";
 const TAGS: &str = "tags";
 const TAGGED: &str = "tagged";
+const START: &str = "start";
 const BLOCKS: &str = "blocks";
 const MEANING: &str = "meaning";
 
-fn build_schema() -> Schema {
+/// The schema of every index this binary opens, and its fields: built once. An index on the disk
+/// whose schema differs is rebuilt ([`IndexError::SchemaMismatch`]), so these fields are its.
+static SCHEMA: LazyLock<(Schema, Fields)> = LazyLock::new(build_schema);
+
+fn build_schema() -> (Schema, Fields) {
     let mut builder = Schema::builder();
     let text = TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
@@ -223,50 +232,42 @@ fn build_schema() -> Schema {
     //
     // Block ids are stored only: never looked up as terms (a term dictionary of ~25 random UUIDs
     // per note was a quarter of the indexing thread's time) nor sorted on.
-    builder.add_text_field(BLOCK_ID, STORED);
+    let block_id = builder.add_text_field(BLOCK_ID, STORED);
     // FAST: the page order of hits and of tag search sorts on it without the document store.
-    builder.add_text_field(PAGE_PATH, STRING | STORED | FAST);
-    let tags = TextOptions::default().set_stored().set_indexing_options(
+    let page_path = builder.add_text_field(PAGE_PATH, STRING | STORED | FAST);
+    let tag_options = TextOptions::default().set_stored().set_indexing_options(
         TextFieldIndexing::default()
             .set_tokenizer("raw")
             .set_fieldnorms(false)
             .set_index_option(IndexRecordOption::WithFreqs),
     );
-    builder.add_text_field(TAGS, tags);
-    builder.add_u64_field(TAGGED, STORED);
-    builder.add_u64_field(BLOCKS, FAST);
+    let tags = builder.add_text_field(TAGS, tag_options);
+    let tagged = builder.add_u64_field(TAGGED, STORED);
+    let start = builder.add_u64_field(START, STORED);
+    let blocks = builder.add_u64_field(BLOCKS, FAST);
     // The names (title, aliases, file name) and the text of every block (one value each), with
     // positions (phrases in titles and within a block). The text is stored: a hit shows a block.
-    builder.add_text_field("name", text.clone());
-    builder.add_text_field("name_exact", STRING);
-    builder.add_text_field("body", text.set_stored());
+    let name = builder.add_text_field("name", text.clone());
+    let name_exact = builder.add_text_field("name_exact", STRING);
+    let body = builder.add_text_field("body", text.set_stored());
     // The note's meaning: its vector (see `embed::quantize`), read by searches from the fast field
     // into a cache per segment.
-    builder.add_bytes_field(MEANING, FAST);
-    builder.build()
-}
-
-impl Fields {
-    fn resolve(schema: &Schema) -> Result<Fields, IndexError> {
-        let field = |name: &str| {
-            schema
-                .get_field(name)
-                .map_err(|_| IndexError::SchemaMismatch)
-        };
-        Ok(Fields {
-            block_id: field(BLOCK_ID)?,
-            search: SearchFields {
-                name: field("name")?,
-                name_exact: field("name_exact")?,
-                body: field("body")?,
-                page_path: field(PAGE_PATH)?,
-            },
-            tags: field(TAGS)?,
-            tagged: field(TAGGED)?,
-            blocks: field(BLOCKS)?,
-            meaning: field(MEANING)?,
-        })
-    }
+    let meaning = builder.add_bytes_field(MEANING, FAST);
+    let fields = Fields {
+        block_id,
+        search: SearchFields {
+            name,
+            name_exact,
+            body,
+            page_path,
+        },
+        tags,
+        tagged,
+        start,
+        blocks,
+        meaning,
+    };
+    (builder.build(), fields)
 }
 
 fn tokenizers(language: SearchLanguage) -> TokenizerManager {
@@ -450,7 +451,7 @@ impl IndexEngine {
         let directory = IndexDirectory::open(dir).map_err(unreadable)?;
         let unsynced = directory.is_marked();
         let index = Index::open(directory.clone()).map_err(unreadable)?;
-        if index.schema() != build_schema() {
+        if index.schema() != SCHEMA.0 {
             return Err(IndexError::SchemaMismatch);
         }
         if unsynced {
@@ -480,7 +481,7 @@ impl IndexEngine {
     ) -> Result<(IndexEngine, IndexWriter), IndexError> {
         let directory = IndexDirectory::open(dir)?;
         let index = Index::builder()
-            .schema(build_schema())
+            .schema(SCHEMA.0.clone())
             .tokenizers(tokenizers(language))
             .open_or_create(directory.clone())?;
         // Written after the index: a crash in between leaves an index without a version, which
@@ -498,7 +499,7 @@ impl IndexEngine {
         language: SearchLanguage,
     ) -> Result<(IndexEngine, IndexWriter), IndexError> {
         index.set_tokenizers(tokenizers(language));
-        let fields = Fields::resolve(&index.schema())?;
+        let fields = SCHEMA.1;
         let options = IndexWriterOptions::builder()
             .memory_budget_per_thread(WRITER_MEMORY_BYTES)
             // One indexing thread: the machine has two cores, and all docs of a commit land in one
@@ -595,9 +596,11 @@ impl IndexWriter {
             doc.add_text(f.name_exact, key);
         }
         let mut tags: Vec<String> = Vec::new();
-        for (position, block) in (0u64..).zip(&note.blocks) {
+        let starts = value_starts(note.blocks.iter().map(|b| b.content.as_str()));
+        for ((position, block), start) in (0u64..).zip(&note.blocks).zip(starts) {
             doc.add_text(fields.block_id, &block.block_id);
             doc.add_text(f.body, &block.content);
+            doc.add_u64(fields.start, start);
             tags.clear();
             tags.extend(
                 block
@@ -1068,16 +1071,20 @@ impl IndexEngine {
                 break;
             }
             let starts = phrase_starts(&searcher, body, &phrase, address)?;
+            let Some(last) = starts.iter().max().map(|s| u64::from(*s)) else {
+                continue;
+            };
             let note = self.stored_note(&searcher, address)?;
-            let blocks = value_starts(note.texts.iter().map(String::as_str));
-            let holding: Vec<usize> = (0..blocks.len())
-                .filter(|i| {
-                    let from = blocks.get(*i).copied().unwrap_or(u64::MAX);
-                    let to = blocks.get(i + 1).copied().unwrap_or(u64::MAX);
-                    starts.iter().any(|s| (from..to).contains(&u64::from(*s)))
-                })
-                .take(limit - hits.len())
-                .collect();
+            let mut holding = Vec::new();
+            for (block, from) in note.starts.iter().enumerate() {
+                if *from > last || hits.len() + holding.len() >= limit {
+                    break;
+                }
+                let to = note.starts.get(block + 1).copied().unwrap_or(u64::MAX);
+                if starts.iter().any(|s| (*from..to).contains(&u64::from(*s))) {
+                    holding.push(block);
+                }
+            }
             hits.extend(
                 note.into_blocks_at(holding)
                     .map(|block| block.into_hit(1.0, Some(&snippets))),
@@ -1102,23 +1109,7 @@ impl IndexEngine {
         searcher: &Searcher,
         address: DocAddress,
     ) -> Result<StoredNote, IndexError> {
-        let doc: TantivyDocument = searcher.doc(address)?;
-        let texts = |field: Field| -> Vec<String> {
-            doc.get_all(field)
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect()
-        };
-        let tags = texts(self.fields.tags);
-        let tagged = doc.get_all(self.fields.tagged).filter_map(|v| v.as_u64());
-        Ok(StoredNote {
-            page_path: texts(self.fields.search.page_path)
-                .into_iter()
-                .next()
-                .unwrap_or_default(),
-            block_ids: texts(self.fields.block_id),
-            texts: texts(self.fields.search.body),
-            tags: tagged.zip(tags).collect(),
-        })
+        Ok(searcher.doc(address)?)
     }
 
     /// Number of searchable blocks as of the last commit.
@@ -1260,12 +1251,41 @@ impl SegmentCollector for SegmentNoteDocs {
 }
 
 /// A note as stored: its page path and its blocks, in block order.
+#[derive(Default)]
 struct StoredNote {
     page_path: String,
     block_ids: Vec<String>,
     texts: Vec<String>,
+    /// Where each block's text starts in `body` (see `Fields::start`).
+    starts: Vec<u64>,
     /// The block position and the tag of each tag its blocks carry (see `Fields::tags`).
     tags: Vec<(u64, String)>,
+}
+
+/// Read straight from the document store's bytes into the note's lists (a `TantivyDocument`
+/// first, then copied out, was twice the work for every hit).
+impl DocumentDeserialize for StoredNote {
+    fn deserialize<'de, D>(mut doc: D) -> Result<StoredNote, DeserializeError>
+    where
+        D: DocumentDeserializer<'de>,
+    {
+        let f = &SCHEMA.1;
+        let mut note = StoredNote::default();
+        let (mut tags, mut tagged) = (Vec::new(), Vec::new());
+        while let Some((field, value)) = doc.next_field::<OwnedValue>()? {
+            match value {
+                OwnedValue::Str(text) if field == f.search.body => note.texts.push(text),
+                OwnedValue::Str(id) if field == f.block_id => note.block_ids.push(id),
+                OwnedValue::Str(path) if field == f.search.page_path => note.page_path = path,
+                OwnedValue::Str(tag) if field == f.tags => tags.push(tag),
+                OwnedValue::U64(position) if field == f.tagged => tagged.push(position),
+                OwnedValue::U64(start) if field == f.start => note.starts.push(start),
+                _ => {}
+            }
+        }
+        note.tags = tagged.into_iter().zip(tags).collect();
+        Ok(note)
+    }
 }
 
 impl StoredNote {

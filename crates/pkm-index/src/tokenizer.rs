@@ -99,25 +99,24 @@ pub(crate) fn analyzer(language: SearchLanguage) -> TextAnalyzer {
 /// start when it kept none. A word dropped as over-long still takes its position but ends nothing.
 /// Only the word split and that drop decide (the normalizer drops nothing), so this runs the
 /// splitter alone: a fraction of the cost of the analysis.
-pub(crate) fn value_starts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<u64> {
+pub(crate) fn value_starts<'a>(
+    texts: impl IntoIterator<Item = &'a str>,
+) -> impl Iterator<Item = u64> {
     let mut next = 0u64;
-    texts
-        .into_iter()
-        .map(|text| {
-            let start = next;
-            let mut end = start;
-            let (mut cursor, mut position) = (0, start);
-            while let Some((from, to)) = next_word(text, cursor) {
-                if to - from < MAX_TOKEN_BYTES {
-                    end = position + 1;
-                }
-                cursor = to;
-                position += 1;
+    texts.into_iter().map(move |text| {
+        let start = next;
+        let mut end = start;
+        let (mut cursor, mut position) = (0, start);
+        while let Some((from, to)) = next_word(text, cursor) {
+            if to - from < MAX_TOKEN_BYTES {
+                end = position + 1;
             }
-            next = end + 1;
-            start
-        })
-        .collect()
+            cursor = to;
+            position += 1;
+        }
+        next = end + 1;
+        start
+    })
 }
 
 /// Words remembered by one [`Normalizer`] before it starts over.
