@@ -267,27 +267,17 @@ fn assign_ids(kept: Vec<Option<String>>) -> Vec<String> {
         .collect()
 }
 
-/// Rows of `blocks` one statement inserts: SQLite's work per statement (starting its program,
-/// halting and resetting it) was as much again as a row's own insert in a bulk load.
-const BLOCK_ROWS: usize = 8;
-
-/// The columns `insert_blocks` writes in one row of `blocks`.
-const BLOCK_COLUMNS: usize = 12;
-
 fn insert_blocks(
     tx: &Connection,
     page_id: i64,
     blocks: &[NewBlock],
     ids: &[String],
 ) -> Result<(), StoreError> {
-    let columns = "INSERT INTO blocks (id, page_id, seq, parent_seq, left_seq, ord, content,
-                   properties_json, marker, priority, collapsed, heading_level) VALUES ";
-    let row = format!("({})", vec!["?"; BLOCK_COLUMNS].join(", "));
-    let mut insert_one = tx.prepare_cached(&format!("{columns}{row}"))?;
-    let mut insert_many = tx.prepare_cached(&format!(
-        "{columns}{}",
-        vec![row.as_str(); BLOCK_ROWS].join(", ")
-    ))?;
+    let mut insert_block = tx.prepare_cached(
+        "INSERT INTO blocks (id, page_id, seq, parent_seq, left_seq, ord, content, properties_json,
+                             marker, priority, collapsed, heading_level)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?;
     let mut insert_link = tx.prepare_cached(
         "INSERT INTO links (page_id, seq, n, target, target_key, alias, position, embed)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -299,11 +289,8 @@ fn insert_blocks(
     // Per parent (index + 1; 0 is the page root): the last child seen and the number of children.
     let mut last_child: Vec<Option<usize>> = vec![None; blocks.len() + 1];
     let mut child_count: Vec<u32> = vec![0; blocks.len() + 1];
-    // What each row holds beyond the block's own fields: seq, parent and left sibling seqs, ord,
-    // properties as JSON.
-    let mut rows: Vec<(i64, Option<i64>, Option<i64>, u32, Option<String>)> =
-        Vec::with_capacity(blocks.len());
-    for (i, b) in blocks.iter().enumerate() {
+
+    for (i, (b, id)) in blocks.iter().zip(ids).enumerate() {
         // A block's `seq` is its index here, so its parent's (checked to come before it by
         // `save_page_from`) and its left sibling's are theirs.
         let slot = b.parent.map_or(0, |p| p + 1);
@@ -323,45 +310,22 @@ fn insert_blocks(
                     .map_err(|e| StoreError::InvalidInput(e.to_string()))?,
             )
         };
+        let seq = to_i64(i as u64, "block index")?;
         let seq_of = |at: Option<usize>| at.map(|at| to_i64(at as u64, "block index")).transpose();
-        rows.push((
-            to_i64(i as u64, "block index")?,
+        insert_block.execute(params![
+            id,
+            page_id,
+            seq,
             seq_of(b.parent)?,
             seq_of(left)?,
             ord,
+            b.content,
             properties,
-        ));
-    }
-
-    let all: Vec<_> = blocks.iter().zip(ids).zip(&rows).collect();
-    for chunk in all.chunks(BLOCK_ROWS) {
-        let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(BLOCK_COLUMNS * chunk.len());
-        for ((b, id), (seq, parent, left, ord, properties)) in chunk {
-            values.extend_from_slice(&[
-                *id as &dyn rusqlite::ToSql,
-                &page_id,
-                seq,
-                parent,
-                left,
-                ord,
-                &b.content,
-                properties,
-                &b.marker,
-                &b.priority,
-                &b.collapsed,
-                &b.heading_level,
-            ]);
-        }
-        if chunk.len() == BLOCK_ROWS {
-            insert_many.execute(values.as_slice())?;
-        } else {
-            for row in values.chunks(BLOCK_COLUMNS) {
-                insert_one.execute(row)?;
-            }
-        }
-    }
-
-    for (b, (seq, ..)) in blocks.iter().zip(&rows) {
+            b.marker,
+            b.priority,
+            b.collapsed,
+            b.heading_level,
+        ])?;
         for (n, link) in b.links.iter().enumerate() {
             insert_link.execute(params![
                 page_id,
