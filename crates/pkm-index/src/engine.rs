@@ -1,10 +1,11 @@
 //! `IndexEngine`: one Tantivy index of notes under `<vault>/.pkm/search`.
 //!
-//! One document per note, holding its blocks (ADR-0027). [`IndexEngine::open`] gives two handles: the [`IndexEngine`] searches,
-//! for everyone; the [`IndexWriter`] holds Tantivy's one writer and is the only way to change the
-//! index (not `Clone`: whoever holds it, the vault's writer thread, writes alone). Writes become
-//! visible only at [`IndexWriter::commit`], which also reloads the searcher, so the next search sees
-//! every prior write (read-your-writes). Searches never wait for the writer.
+//! One document per note, holding its blocks (ADR-0027). [`IndexEngine::open`] gives two handles:
+//! the [`IndexEngine`] searches, for everyone; the [`IndexWriter`] holds Tantivy's one writer and
+//! is the only way to change the index (not `Clone`: whoever holds it, the vault's writer thread,
+//! writes alone). Writes become visible only at [`IndexWriter::commit`], which also reloads the
+//! searcher, so the next search sees every prior write (read-your-writes). Searches never wait for
+//! the writer.
 
 use std::cell::RefCell;
 use std::collections::hash_map::Entry;
