@@ -680,6 +680,31 @@ mod tests {
     }
 
     #[test]
+    fn remembered_pieces_are_the_pieces_cut_afresh_and_past_the_cap() {
+        let bytes = model_bytes(TINY, FLAG_UNCASED | 2);
+        let model = Model::parse(&bytes).unwrap();
+        // The words of a vault repeat; more distinct ones than a WordPieces keeps make it start
+        // over, and what it gives after that is the same.
+        let distinct: Vec<String> = (0..REMEMBERED_WORDS + 50)
+            .map(|i| format!("unaffable{i} refund"))
+            .collect();
+        let texts = [
+            "Unaffable REFUND!money",
+            "Café\u{0}东x unx",
+            &distinct.join(" "),
+        ];
+        let mut known = WordPieces::default();
+        for _ in 0..2 {
+            for text in texts {
+                let mut remembered = Vec::new();
+                model.tokenize_known(text, usize::MAX, &mut remembered, &mut known);
+                assert_eq!(remembered, words(&model, text));
+            }
+        }
+        assert!(known.words.len() <= REMEMBERED_WORDS);
+    }
+
+    #[test]
     fn a_text_is_the_normalised_mean_of_its_known_tokens() {
         let bytes = model_bytes(TINY, FLAG_UNCASED | 2);
         let model = Model::parse(&bytes).unwrap();
