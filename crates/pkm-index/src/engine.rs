@@ -1027,14 +1027,15 @@ impl IndexEngine {
         let mut hits = Vec::new();
         let mut before = 0;
         for (_, address, count) in notes {
-            if before >= end {
+            // `end` is below `offset` for an offset past `MAX_SCORE_MATCHES`: no hits then.
+            if before >= end || offset >= end {
                 break;
             }
             if before + count > offset {
                 let note = self.stored_note(&searcher, address)?;
                 let tagged = note.tagged(&tag);
                 let from = offset.saturating_sub(before);
-                let take = end - before.max(offset);
+                let take = end.saturating_sub(before.max(offset));
                 hits.extend(
                     note.into_blocks_at(tagged.into_iter().skip(from).take(take))
                         .map(|block| block.into_hit(1.0, None)),

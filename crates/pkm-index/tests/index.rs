@@ -759,6 +759,10 @@ fn tag_search_pages_across_notes_as_one_list_in_page_and_block_order() {
             assert_eq!(page.total, all.len());
         }
     }
+    let past = engine
+        .search_by_tag("t", 10, pkm_index::MAX_SCORE_MATCHES + 5)
+        .unwrap();
+    assert_eq!((past.hits.len(), past.total), (0, all.len()));
     assert_eq!(engine.search_by_tag("other", 20, 0).unwrap().total, 9);
     assert_eq!(engine.doc_count().unwrap(), 9);
     assert_eq!(engine.page_count().unwrap(), 3);
