@@ -216,8 +216,9 @@ const START: &str = "start";
 const BLOCKS: &str = "blocks";
 const MEANING: &str = "meaning";
 
-/// The schema of every index this binary opens, and its fields: built once. An index on the disk
-/// whose schema differs is rebuilt ([`IndexError::SchemaMismatch`]), so these fields are its.
+/// The schema of every index this binary opens, and its fields: built once, and the one place
+/// the engine, the writer and `StoredNote` take fields from. An index on the disk whose schema
+/// differs is rebuilt ([`IndexError::SchemaMismatch`]), so these fields are its.
 static SCHEMA: LazyLock<(Schema, Fields)> = LazyLock::new(build_schema);
 
 fn build_schema() -> (Schema, Fields) {
@@ -302,7 +303,6 @@ pub struct IndexEngine {
     /// Reloaded by `commit` only (`ReloadPolicy::Manual`), which is what makes read-your-writes
     /// deterministic instead of "after the next file-watch tick".
     reader: IndexReader,
-    fields: Fields,
     analyzer: TextAnalyzer,
     /// Copies of `analyzer` whose stemming caches searches keep warm: a search takes one (or a new
     /// copy) and gives it back, up to [`WARM_ANALYZERS`] kept. Analyzing the blocks of a page of
@@ -334,7 +334,6 @@ pub struct IndexWriter {
     writer: tantivy::IndexWriter,
     /// The searchers' reader, reloaded at each commit.
     reader: IndexReader,
-    fields: Fields,
     analyzer: TextAnalyzer,
     /// The embedding model, for each note's vector.
     model: &'static Model<'static>,
@@ -500,7 +499,6 @@ impl IndexEngine {
         language: SearchLanguage,
     ) -> Result<(IndexEngine, IndexWriter), IndexError> {
         index.set_tokenizers(tokenizers(language));
-        let fields = SCHEMA.1;
         let options = IndexWriterOptions::builder()
             .memory_budget_per_thread(WRITER_MEMORY_BYTES)
             // One indexing thread: the machine has two cores, and all docs of a commit land in one
@@ -516,11 +514,10 @@ impl IndexEngine {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(unreadable)?;
-        let analyzer = index.tokenizer_for_field(fields.search.body)?;
+        let analyzer = index.tokenizer_for_field(SCHEMA.1.search.body)?;
         let model = embed::model()?;
         let engine = IndexEngine {
             reader: reader.clone(),
-            fields,
             analyzer: analyzer.clone(),
             warm: Mutex::new(Vec::new()),
             language,
@@ -533,7 +530,6 @@ impl IndexEngine {
         let writer = IndexWriter {
             writer,
             reader,
-            fields,
             analyzer,
             model,
             last_commit,
@@ -548,7 +544,7 @@ impl IndexWriter {
     /// [`IndexWriter::commit`].
     pub fn replace_page(&mut self, page_path: &str, note: &NoteDoc) -> Result<(), IndexError> {
         let mut ops = vec![UserOperation::Delete(Term::from_field_text(
-            self.fields.search.page_path,
+            SCHEMA.1.search.page_path,
             page_path,
         ))];
         ops.extend(self.document(page_path, note).map(UserOperation::Add));
@@ -573,7 +569,7 @@ impl IndexWriter {
         if note.blocks.is_empty() {
             return None;
         }
-        let fields = &self.fields;
+        let fields = &SCHEMA.1;
         let f = &fields.search;
         let mut doc = TantivyDocument::default();
         doc.add_text(f.page_path, page_path);
@@ -641,10 +637,8 @@ impl IndexWriter {
 
     /// Removes every doc of `page_path`. Not visible until [`IndexWriter::commit`].
     pub fn delete_page(&mut self, page_path: &str) -> Result<(), IndexError> {
-        self.writer.delete_term(Term::from_field_text(
-            self.fields.search.page_path,
-            page_path,
-        ));
+        self.writer
+            .delete_term(Term::from_field_text(SCHEMA.1.search.page_path, page_path));
         Ok(())
     }
 
@@ -739,7 +733,7 @@ impl IndexEngine {
         };
         let exact = exact_key(&mut analyzer, query);
         let searcher = self.reader.searcher();
-        let fields = &self.fields.search;
+        let fields = &SCHEMA.1.search;
         let end = offset.saturating_add(limit).min(MAX_SCORE_MATCHES);
         // Fused, a page is cut from the first `depth` of each ranking.
         let range = match meaning {
@@ -1000,10 +994,10 @@ impl IndexEngine {
         }
         let searcher = self.reader.searcher();
         // Every note holding the tag, with how many of its blocks do (the term's frequency).
-        let term = Term::from_field_text(self.fields.tags, &tag);
+        let term = Term::from_field_text(SCHEMA.1.tags, &tag);
         let mut notes: Vec<(String, DocAddress, usize)> = Vec::new();
         for (ordinal, segment) in (0..).zip(searcher.segment_readers()) {
-            let inverted = segment.inverted_index(self.fields.tags)?;
+            let inverted = segment.inverted_index(SCHEMA.1.tags)?;
             let Some(mut postings) = inverted.read_postings(&term, IndexRecordOption::WithFreqs)?
             else {
                 continue;
@@ -1059,7 +1053,7 @@ impl IndexEngine {
         if phrase.terms.is_empty() {
             return Ok(Vec::new());
         }
-        let body = self.fields.search.body;
+        let body = SCHEMA.1.search.body;
         let query = field_query(body, &phrase);
         let searcher = self.reader.searcher();
         let snippets = self.snippet_generator(&searcher, &*query)?;
@@ -1100,7 +1094,7 @@ impl IndexEngine {
         searcher: &Searcher,
         query: &dyn Query,
     ) -> Result<SnippetGenerator, IndexError> {
-        let mut generator = SnippetGenerator::create(searcher, query, self.fields.search.body)?;
+        let mut generator = SnippetGenerator::create(searcher, query, SCHEMA.1.search.body)?;
         generator.set_max_num_chars(SNIPPET_MAX_BYTES);
         Ok(generator)
     }
