@@ -7,7 +7,6 @@
 //! never overwritten by the older text the scan read.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime};
 
 use pkm_core::{KbError, KbResult, VaultPath};
@@ -166,7 +165,7 @@ pub fn scan(app: &App, mode: ScanMode) -> KbResult<ScanReport> {
     scan_with_progress(app, mode, std::sync::Arc::new(|_, _| {}))
 }
 
-/// [`scan`], calling `progress(done, total)` as files are processed.
+/// [`scan`], calling `progress(done, total)` as files are read (once per [`CHUNK`] of them).
 pub fn scan_with_progress(app: &App, mode: ScanMode, progress: Progress) -> KbResult<ScanReport> {
     app.on_writer(None, move |app, writer| {
         run_scan(app, writer, mode, &*progress)
@@ -456,20 +455,19 @@ fn write_files(
     skipped: &mut Vec<(String, String)>,
 ) -> KbResult<usize> {
     let total = files.len();
-    let done = AtomicUsize::new(0);
     std::thread::scope(|threads| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(&FileFacts, Read)>>(1);
-        let done = &done;
         threads.spawn(move || {
+            let mut done = 0;
             for chunk in files.chunks(CHUNK) {
                 let prepared: Vec<(&FileFacts, Read)> = chunk
                     .par_iter()
-                    .map(|f| {
-                        let r = read_and_prepare(app, f);
-                        progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
-                        (*f, r)
-                    })
+                    .map(|f| (*f, read_and_prepare(app, f)))
                     .collect();
+                // Once a chunk: the callback may wake another thread (the command line's
+                // progress bar), and once a note that was ~10k wake-ups a 10k-note scan.
+                done += prepared.len();
+                progress(done, total);
                 if tx.send(prepared).is_err() {
                     break; // the writer stopped on an error
                 }
