@@ -573,6 +573,11 @@ impl StoreWriter {
         if empty {
             // Its pieces are checkpointed by the `Checkpointer`, not by their commits.
             self.conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+            // Every row it inserts refers to a page it inserted just before, so SQLite's check of
+            // each such reference is left out (2.4 % of a cold index's instructions at 1k notes).
+            // A page it deletes loses its rows by hand instead of by the cascade
+            // (`write::delete_page`).
+            self.conn.pragma_update(None, "foreign_keys", false)?;
         }
         if let Err(e) = self.begin_transaction() {
             self.writer_settings();
@@ -719,8 +724,8 @@ impl StoreWriter {
     }
 
     /// Puts back the writer's own settings after a bulk load, once its transaction has ended.
-    /// Best effort: a writer left with the small cache, or sorting through files, is slower,
-    /// never wrong.
+    /// Best effort: a writer left with the small cache, sorting through files, or without its
+    /// foreign keys checked, is slower, never wrong (`write::delete_page` cascades by hand).
     fn end_bulk(&mut self) {
         if let Some(bulk) = self.bulk.take() {
             if let Some(checkpointer) = bulk.checkpointer {
@@ -741,6 +746,7 @@ impl StoreWriter {
         let _ = self
             .conn
             .pragma_update(None, "wal_autocheckpoint", AUTOCHECKPOINT_PAGES);
+        let _ = self.conn.pragma_update(None, "foreign_keys", true);
     }
 
     /// Drops every write since [`StoreWriter::begin_transaction`] (since the last piece of a bulk

@@ -111,10 +111,9 @@ pub(crate) fn save_page_from(
     if let Some(from) = from.filter(|f| *f != path) {
         delete_page(tx, from)?;
     }
-    // The cascade removes the old blocks, links and tags; their ids are free again, and any id
+    // The old blocks, links and tags go with the page; their ids are free again, and any id
     // still present in `blocks` afterwards belongs to another page.
-    tx.prepare_cached("DELETE FROM pages WHERE path = ?1")?
-        .execute([path])?;
+    delete_page(tx, path)?;
     let ids = match held {
         None => assign_ids(kept_ids(tx, path, &old, blocks)?),
         Some(held) => {
@@ -345,12 +344,28 @@ fn insert_blocks(
     Ok(())
 }
 
-/// Deletes one page by its stored path; `true` if it existed.
+/// The tables whose rows belong to a page (`page_id`, deleted with it by the cascade).
+const PAGE_ROWS: [&str; 5] = ["blocks", "block_tags", "links", "page_tags", "page_aliases"];
+
+/// Deletes one page by its stored path, and its rows in [`PAGE_ROWS`]: by the foreign keys'
+/// cascade, or here while they are off (a load into an empty store, `StoreWriter::begin_bulk`).
+/// `true` if it existed.
 pub(crate) fn delete_page(tx: &Connection, path: &str) -> Result<bool, StoreError> {
-    Ok(tx
-        .prepare_cached("DELETE FROM pages WHERE path = ?1")?
-        .execute([path])?
-        > 0)
+    let Some(id) = tx
+        .prepare_cached("DELETE FROM pages WHERE path = ?1 RETURNING id")?
+        .query_row([path], |r| r.get::<_, i64>(0))
+        .optional()?
+    else {
+        return Ok(false);
+    };
+    let enforced: bool = tx.pragma_query_value(None, "foreign_keys", |r| r.get(0))?;
+    if !enforced {
+        for table in PAGE_ROWS {
+            tx.prepare_cached(&format!("DELETE FROM {table} WHERE page_id = ?1"))?
+                .execute([id])?;
+        }
+    }
+    Ok(true)
 }
 
 pub(crate) fn set_meta(tx: &Connection, key: &str, value: &str) -> Result<(), StoreError> {

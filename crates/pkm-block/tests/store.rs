@@ -1347,6 +1347,48 @@ fn a_bulk_load_into_an_empty_store_commits_in_pieces_and_builds_its_indexes_at_i
 }
 
 #[test]
+fn a_page_written_again_or_deleted_in_a_load_into_an_empty_store_leaves_no_rows_behind() {
+    // Such a load does not check the rows' references to their pages, so the rows of a page it
+    // replaces or deletes go by hand, not by the cascade.
+    let (_dir, store, mut writer) = open();
+    let tagged = |path: &str| PageRecord {
+        tags: vec!["t".into()],
+        aliases: vec![format!("alias of {path}")],
+        ..page(path, "Tagged")
+    };
+    let linked = |content: &str| NewBlock {
+        links: vec![link("x", 0)],
+        tags: vec!["bt".into()],
+        ..block(content)
+    };
+    writer.begin_bulk().unwrap();
+    assert!(writer.commits_in_pieces());
+    writer
+        .save_page(&tagged("again.md"), &[linked("one"), linked("two")])
+        .unwrap();
+    writer
+        .save_page(&tagged("gone.md"), &[linked("gone")])
+        .unwrap();
+    writer.commit_piece().unwrap();
+    writer
+        .save_page(&page("again.md", "Again"), &[block("three")])
+        .unwrap();
+    writer.delete_pages(&["gone.md".into()]).unwrap();
+    writer.commit_transaction().unwrap();
+
+    assert_eq!(store.page_count().unwrap(), 1);
+    assert_eq!(store.block_count().unwrap(), 1);
+    assert_eq!(contents(&store, "again.md"), ["three"]);
+    assert!(store.all_links().unwrap().is_empty());
+    assert!(store.pages_with_tag("t").unwrap().is_empty());
+    assert!(store.blocks_with_tag("bt", 10).unwrap().is_empty());
+
+    // After the load, a delete still takes the rows with the page.
+    writer.delete_pages(&["again.md".into()]).unwrap();
+    assert_eq!(store.block_count().unwrap(), 0);
+}
+
+#[test]
 fn a_bulk_load_cut_short_after_a_piece_keeps_the_piece_and_the_next_open_builds_its_indexes() {
     let (dir, store, mut writer) = open();
     let db = dir.path().join("blocks.db");
