@@ -334,6 +334,8 @@ pub struct IndexWriter {
     writer: tantivy::IndexWriter,
     /// The searchers' reader, reloaded at each commit.
     reader: IndexReader,
+    /// Analyses the names of each note (its exact keys), its stemming cache kept warm from one
+    /// note to the next: a fresh copy per note stemmed every word of every name.
     analyzer: TextAnalyzer,
     /// The embedding model, for each note's vector.
     model: &'static Model<'static>,
@@ -565,7 +567,7 @@ impl IndexWriter {
 
     /// The note's document: its names, its blocks (id, text, tags) and its meaning. None for a
     /// note without blocks (a hit points at a block).
-    fn document(&self, page_path: &str, note: &NoteDoc) -> Option<TantivyDocument> {
+    fn document(&mut self, page_path: &str, note: &NoteDoc) -> Option<TantivyDocument> {
         if note.blocks.is_empty() {
             return None;
         }
@@ -577,13 +579,12 @@ impl IndexWriter {
             .file_stem()
             .and_then(|s| s.to_str())
             .unwrap_or_default();
-        let mut analyzer = self.analyzer.clone();
         let mut keys: Vec<String> = Vec::new();
         let names = std::iter::once(note.title.as_str())
             .chain(note.aliases.iter().map(String::as_str))
             .chain(std::iter::once(file_name));
         for name in names {
-            let key = exact_key(&mut analyzer, name);
+            let key = exact_key(&mut self.analyzer, name);
             if !key.is_empty() && !keys.contains(&key) {
                 doc.add_text(f.name, name);
                 keys.push(key);
