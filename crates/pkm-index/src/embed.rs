@@ -324,31 +324,28 @@ impl<'a> Model<'a> {
     fn mean_into(&self, ids: &[u32], sum: &mut Vec<f32>) -> bool {
         sum.clear();
         sum.resize(self.dims, 0.0);
-        let mut sorted: Vec<u32> = ids.iter().copied().filter(|id| *id != self.unk).collect();
-        sorted.sort_unstable();
         let mut count = 0usize;
         let mut rows: [(f32, &[u8]); ROWS_AT_ONCE] = [(0.0, &[]); ROWS_AT_ONCE];
         let mut held = 0;
-        for run in sorted.chunk_by(|a, b| a == b) {
-            let Some(row) = run.first().and_then(|id| usize::try_from(*id).ok()) else {
-                continue;
-            };
-            let (Some(scale), Some(values)) = (
-                self.scales.get(row),
-                self.vectors.get(row * self.dims..(row + 1) * self.dims),
-            ) else {
-                continue;
-            };
-            if let Some(slot) = rows.get_mut(held) {
-                *slot = (scale * run.len() as f32, values);
-                held += 1;
-            }
-            if held == ROWS_AT_ONCE {
-                add_rows(sum, &rows);
-                held = 0;
-            }
-            count += run.len();
-        }
+        TALLY.with_borrow_mut(|tally| {
+            tally.each_distinct(ids, self.unk, self.scales.len(), |row, times| {
+                let (Some(scale), Some(values)) = (
+                    self.scales.get(row),
+                    self.vectors.get(row * self.dims..(row + 1) * self.dims),
+                ) else {
+                    return;
+                };
+                if let Some(slot) = rows.get_mut(held) {
+                    *slot = (scale * times as f32, values);
+                    held += 1;
+                }
+                if held == ROWS_AT_ONCE {
+                    add_rows(sum, &rows);
+                    held = 0;
+                }
+                count += times;
+            });
+        });
         add_rows(sum, rows.get(..held).unwrap_or_default());
         if count == 0 {
             return false;
@@ -361,6 +358,59 @@ impl<'a> Model<'a> {
             *v /= norm;
         }
         true
+    }
+}
+
+thread_local! {
+    /// [`Model::mean_into`]'s counts, kept from one text to the next on each thread.
+    static TALLY: std::cell::RefCell<Tally> = std::cell::RefCell::default();
+}
+
+/// Counts a text's tokens by id, then gives each distinct id with its count in ascending order:
+/// a bit per entry of the vocabulary instead of a sort of the ids (the sort was a fifth of a
+/// note's vector).
+#[derive(Default)]
+struct Tally {
+    /// Bit `id % 64` of word `id / 64`: the id is counted.
+    seen: Vec<u64>,
+    /// Per id, how many times it is counted.
+    counts: Vec<usize>,
+}
+
+impl Tally {
+    /// Calls `each(id, times)` for each distinct id of `ids` below `vocabulary` but `skip`, in
+    /// ascending order, and forgets them.
+    fn each_distinct(
+        &mut self,
+        ids: &[u32],
+        skip: u32,
+        vocabulary: usize,
+        mut each: impl FnMut(usize, usize),
+    ) {
+        if self.counts.len() < vocabulary {
+            self.counts.resize(vocabulary, 0);
+            self.seen.resize(vocabulary.div_ceil(64), 0);
+        }
+        for id in ids.iter().filter(|id| **id != skip) {
+            let Ok(id) = usize::try_from(*id) else {
+                continue;
+            };
+            if let (Some(times), Some(word)) = (self.counts.get_mut(id), self.seen.get_mut(id / 64))
+            {
+                *times += 1;
+                *word |= 1 << (id % 64);
+            }
+        }
+        for (at, word) in self.seen.iter_mut().enumerate() {
+            let mut bits = std::mem::take(word);
+            while bits != 0 {
+                let id = at * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let Some(times) = self.counts.get_mut(id) {
+                    each(id, std::mem::take(times));
+                }
+            }
+        }
     }
 }
 
@@ -731,6 +781,35 @@ mod tests {
             }
         }
         assert!(known.words.len() <= REMEMBERED_WORDS);
+    }
+
+    /// The tally gives what a sort of the ids gives: each distinct id once, ascending, with its
+    /// count, the skipped id and ids past the vocabulary left out; and it forgets them after.
+    #[test]
+    fn a_tally_gives_the_distinct_ids_in_order_with_their_counts() {
+        let texts: [&[u32]; 3] = [
+            &[7, 3, 7, 1, 64, 63, 7, 200, 65, 3, 1000, 1],
+            &[5, 5, 130, 0, 2, 2, 2],
+            &[],
+        ];
+        let mut tally = Tally::default();
+        for _ in 0..2 {
+            for ids in texts {
+                let mut sorted: Vec<u32> = ids
+                    .iter()
+                    .copied()
+                    .filter(|id| *id != 1 && *id < 300)
+                    .collect();
+                sorted.sort_unstable();
+                let expected: Vec<(usize, usize)> = sorted
+                    .chunk_by(|a, b| a == b)
+                    .map(|run| (run[0] as usize, run.len()))
+                    .collect();
+                let mut given = Vec::new();
+                tally.each_distinct(ids, 1, 300, |id, times| given.push((id, times)));
+                assert_eq!(given, expected, "{ids:?}");
+            }
+        }
     }
 
     /// Rows added four at a time give the sum of adding them one after the other, to the bit,
