@@ -822,7 +822,10 @@ mod tests {
                 .map(|i| {
                     let row = 1000 + 733 * i;
                     let weight = model.scales[row] * (i + 1) as f32;
-                    (weight, &model.vectors[row * model.dims..(row + 1) * model.dims])
+                    (
+                        weight,
+                        &model.vectors[row * model.dims..(row + 1) * model.dims],
+                    )
                 })
                 .collect();
             let mut one_by_one = vec![0.25f32; model.dims];
