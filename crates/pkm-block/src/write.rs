@@ -358,7 +358,10 @@ pub(crate) fn delete_page(tx: &Connection, path: &str) -> Result<bool, StoreErro
     else {
         return Ok(false);
     };
-    let enforced: bool = tx.pragma_query_value(None, "foreign_keys", |r| r.get(0))?;
+    // Cached like the statements around it: every save of a note that exists comes here.
+    let enforced: bool = tx
+        .prepare_cached("PRAGMA foreign_keys")?
+        .query_row([], |r| r.get(0))?;
     if !enforced {
         for table in PAGE_ROWS {
             tx.prepare_cached(&format!("DELETE FROM {table} WHERE page_id = ?1"))?
