@@ -77,6 +77,7 @@ impl Writer {
             new_marks: Vec::new(),
             stored: HashSet::new(),
             in_transaction: None,
+            bulk: false,
             pieces: false,
             index_dirty: false,
             finished: false,
@@ -115,6 +116,8 @@ pub(crate) struct Change<'w> {
     /// The notes saved or removed in the store transaction [`Change::in_one_transaction`] opened;
     /// stored once it commits.
     in_transaction: Option<Vec<String>>,
+    /// That transaction is a bulk load (`StoreWriter::begin_bulk`).
+    bulk: bool,
     /// That transaction is a bulk load into an empty store, committed every [`PIECE`] notes.
     pieces: bool,
     /// Whether index writes wait for the commit (an abort rolls them back).
@@ -150,6 +153,7 @@ impl Change<'_> {
         }
         .map_err(KbError::from)?;
         self.in_transaction = Some(Vec::new());
+        self.bulk = bulk_load;
         self.pieces = self.store.commits_in_pieces();
         Ok(())
     }
@@ -345,11 +349,20 @@ impl Change<'_> {
     /// store did not, the index is ahead of the store's rows: every note of the change stays
     /// marked as lagging, so the next scan puts them back in step.
     fn commit_both(&mut self, pending: Vec<String>) -> KbResult<u64> {
-        let (store, index) = (&mut *self.store, &mut *self.index);
+        let (store, index, bulk) = (&mut *self.store, &mut *self.index, self.bulk);
         let (stored, indexed) = std::thread::scope(|s| {
             let committing = std::thread::Builder::new()
                 .name("stratum-index-commit".into())
-                .spawn_scoped(s, move || index.commit_unpublished());
+                .spawn_scoped(s, move || {
+                    let stamp = index.commit_unpublished()?;
+                    // A bulk load's index is synced while the store builds its indexes, rather
+                    // than at the close, after everything else (~25 ms of syncs at 10k notes).
+                    if bulk && let Err(e) = index.make_durable() {
+                        // The index keeps its mark: the next open checks its files.
+                        tracing::warn!(error = %e, "cannot sync the index after a bulk load");
+                    }
+                    Ok(stamp)
+                });
             let stored = store.commit_transaction();
             let indexed = committing.ok().map(|thread| {
                 thread.join().unwrap_or_else(|_| {

@@ -9,8 +9,8 @@
 //! - before a `meta.json` that names files not yet synced is written, the mark
 //!   [`UNSYNCED_MARK`] is created and synced: from then on the index may hold writes the disk
 //!   does not;
-//! - [`IndexDirectory::make_durable`] (a clean close) syncs the files of the last commit, then
-//!   removes the mark;
+//! - [`IndexDirectory::make_durable`] (a clean close, and the commit of a bulk load: a rebuild or
+//!   a new vault's first scan) syncs the files of the last commit, then removes the mark;
 //! - opening an index that carries the mark checks the checksum of every file of its last commit
 //!   ([`crate::IndexEngine::open`]); a file that fails, or is missing, makes the index corrupt,
 //!   and the vault rebuilds it. A commit lost whole (an older `meta.json` on disk) is found by

@@ -343,7 +343,7 @@ pub struct IndexWriter {
     last_commit: u64,
     /// Makes the index durable once `writer` is dropped (fields drop in order, so no commit can
     /// follow): a clean close leaves no check for the next open (`directory.rs`).
-    _durable_on_close: DurableOnClose,
+    durable_on_close: DurableOnClose,
 }
 
 /// Makes its index durable when dropped ([`IndexDirectory::make_durable`]). Should that fail,
@@ -353,11 +353,18 @@ struct DurableOnClose {
     directory: IndexDirectory,
 }
 
+impl DurableOnClose {
+    /// Must not run beside a commit: it reads which files the last commit holds.
+    fn make_durable(&self) -> std::io::Result<()> {
+        self.directory.make_durable(|| {
+            files_of_last_commit(&self.index).map_err(|e| std::io::Error::other(e.to_string()))
+        })
+    }
+}
+
 impl Drop for DurableOnClose {
     fn drop(&mut self) {
-        let _ = self.directory.make_durable(|| {
-            files_of_last_commit(&self.index).map_err(|e| std::io::Error::other(e.to_string()))
-        });
+        let _ = self.make_durable();
     }
 }
 
@@ -535,7 +542,7 @@ impl IndexEngine {
             analyzer,
             model,
             last_commit,
-            _durable_on_close: DurableOnClose { index, directory },
+            durable_on_close: DurableOnClose { index, directory },
         };
         Ok((engine, writer))
     }
@@ -677,6 +684,14 @@ impl IndexWriter {
     pub fn commit_unpublished(&mut self) -> Result<u64, IndexError> {
         self.last_commit = self.writer.commit()?;
         Ok(self.last_commit)
+    }
+
+    /// Syncs the files of the last commit now, as a clean close does (`directory.rs`): after the
+    /// commit of a whole vault, while the caller's other work goes on, rather than at the close
+    /// after everything else. A later commit marks the index again.
+    pub fn make_durable(&mut self) -> Result<(), IndexError> {
+        self.durable_on_close.make_durable()?;
+        Ok(())
     }
 
     /// The stamp of the index's last commit: at open, the one on the disk.

@@ -187,6 +187,32 @@ fn kill_9_of_the_leader_during_writes_loses_no_acknowledged_write() {
     assert!(acknowledged > 0);
 }
 
+/// A vault's first scan commits its whole index at once, and syncs it then, while the store
+/// builds its indexes: the index carries no unsynced mark from there, though the server runs on,
+/// until its next commit. A kill after the scan leaves nothing for the next open to check.
+#[test]
+fn the_index_of_a_first_scan_is_on_the_disk_once_the_scan_ends_and_the_next_commit_marks_it() {
+    let _serial = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path();
+    for i in 0..40 {
+        std::fs::write(vault.join(format!("note {i}.md")), format!("- otter {i}\n")).unwrap();
+    }
+    let mark = vault.join(".pkm/search/unsynced");
+
+    let mut s = Server::start(vault);
+    // Index-backed tools wait for the first scan.
+    let found = s.ok("kb_search", json!({"query": "otter", "limit": 50}));
+    assert_eq!(found["results"].as_array().unwrap().len(), 40);
+    assert!(!mark.exists(), "the first scan's index is synced");
+    s.ok(
+        "kb_write_page",
+        json!({"path": "n.md", "content": "- walrus\n"}),
+    );
+    assert!(mark.exists(), "a commit after it is not synced");
+    s.kill9();
+}
+
 /// Index commits are not synced (ADR-0024). A server its client stops syncs the index and drops
 /// its mark; one killed leaves the mark, and the next server checks the index's files, keeps it
 /// (no rebuild) and answers from it at once.
