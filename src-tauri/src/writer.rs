@@ -165,13 +165,17 @@ impl Change<'_> {
         }
     }
 
-    /// Commits the piece of a bulk load into an empty store once it holds [`PIECE`] notes: they
+    /// Commits the piece of a bulk load into an empty store once it holds `at_least` notes: they
     /// are stored from here (an abort keeps their marks).
-    fn commit_piece(&mut self) -> KbResult<()> {
+    fn commit_piece(&mut self, at_least: usize) -> KbResult<()> {
         if !self.pieces {
             return Ok(());
         }
-        let Some(pending) = self.in_transaction.as_mut().filter(|p| p.len() >= PIECE) else {
+        let Some(pending) = self
+            .in_transaction
+            .as_mut()
+            .filter(|p| !p.is_empty() && p.len() >= at_least)
+        else {
             return Ok(());
         };
         let committed = self.store.commit_piece();
@@ -192,7 +196,7 @@ impl Change<'_> {
             .collect();
         let ids = self.store.save_pages(&rows).map_err(KbError::from)?;
         self.stored(pages.iter().map(|p| p.record.path.as_str().to_owned()));
-        self.commit_piece()?;
+        self.commit_piece(PIECE)?;
         Ok(ids)
     }
 
@@ -312,6 +316,9 @@ impl Change<'_> {
     /// Step 3: the store transaction committed (if one is open), one index commit, then the
     /// change's notes no longer lag. On an error the change aborts.
     pub(crate) fn finish(mut self) -> KbResult<()> {
+        // A load in pieces commits its last notes before the store builds its indexes, so that
+        // the checkpointer copies them meanwhile (`StoreWriter::commit_transaction`).
+        self.commit_piece(1)?;
         let mut stamp = None;
         if let Some(pending) = self.in_transaction.take() {
             if self.index_dirty {
