@@ -1321,3 +1321,42 @@ fn a_question_ranks_by_how_much_of_it_a_note_holds_and_names_first() {
     assert_eq!(ids(&page).first(), Some(&"e"), "{page:?}");
     assert_eq!(page.total, 2);
 }
+
+/// Files of `ext` in the index folder: one per segment on the disk (merged away or not).
+fn segment_files(path: &Path, ext: &str) -> usize {
+    std::fs::read_dir(path)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == ext)
+        })
+        .count()
+}
+
+#[test]
+fn a_close_lets_the_merge_under_way_finish() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("search");
+    let mut engine = Engine::open(&path);
+    // One segment per commit; the eighth in the lowest layer starts a merge of them all
+    // (Tantivy's log merge policy).
+    for i in 0..8 {
+        let note = format!("n{i}.md");
+        engine
+            .replace_note(&note, &[block(&format!("b{i}"), &note, "heron")])
+            .unwrap();
+        engine.commit().unwrap();
+    }
+    drop(engine);
+    // The merge finished, committed, and its inputs went: one segment, nothing left over.
+    assert_eq!(segment_files(&path, "store"), 1);
+    assert!(
+        !path.join("unsynced").exists(),
+        "the merge's commit is synced"
+    );
+    let engine = Engine::open(&path);
+    assert_eq!(search_ids(&engine, "heron").len(), 8);
+}
