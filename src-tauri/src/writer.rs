@@ -174,7 +174,7 @@ impl Change<'_> {
         let Some(pending) = self
             .in_transaction
             .as_mut()
-            .filter(|p| !p.is_empty() && p.len() >= at_least)
+            .filter(|p| p.len() >= at_least.max(1))
         else {
             return Ok(());
         };

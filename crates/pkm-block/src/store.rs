@@ -878,8 +878,8 @@ fn build_dropped_indexes(
         if !exists {
             tx.execute_batch(sql)?;
         }
+        forget_dropped_index(&tx, name)?;
     }
-    forget_dropped_indexes(&tx)?;
     tx.commit()?;
     Ok(())
 }
@@ -889,15 +889,6 @@ fn forget_dropped_index(tx: &Connection, name: &str) -> rusqlite::Result<()> {
     tx.execute(
         "DELETE FROM meta WHERE key = ?1",
         [format!("{DROPPED_INDEX}{name}")],
-    )?;
-    Ok(())
-}
-
-/// Deletes the record of a bulk load's dropped indexes (`DROPPED_INDEX`), once they are built.
-fn forget_dropped_indexes(tx: &Connection) -> rusqlite::Result<()> {
-    tx.execute(
-        "DELETE FROM meta WHERE substr(key, 1, length(?1)) = ?1",
-        [DROPPED_INDEX],
     )?;
     Ok(())
 }
